@@ -1,0 +1,50 @@
+# Spark Structured Streaming × Kafka course. `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
+LAB_PORT ?= 8888
+
+.PHONY: help setup lab test test-fast bench release broker-start broker-stop clean browser-deps
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found: install Python 3.11 (or run make PYTHON=/path/to/python3.11)"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@rm -f $(VENV)/.installed-*; touch $(STAMP)
+
+setup: $(STAMP) ## create .venv with the pinned packages (seconds when already done)
+	@$(PY) -c "import streamlab; streamlab.java_version()" || exit 1
+	@$(PY) -m streamlab broker start
+
+lab: setup ## set up, start the broker and open JupyterLab on the notebooks (127.0.0.1, with a token)
+	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=notebooks --no-browser
+
+browser-deps: ## install Debian's Chromium for the browser test (needs root; CI does this)
+	@if ! command -v chromium >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: could not install chromium"; \
+	  else echo "note: chromium is not installed and this is not root: the browser test will skip (apt-get install chromium)"; fi; fi
+
+test: setup browser-deps ## set up and run every test
+	$(PY) -m pytest -q -p no:cacheprovider
+
+test-fast: setup ## unit tests only (no broker, no Spark)
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+
+bench: setup ## print the benchmark ratios (engine vs raw consumer, grading vs running)
+	$(PY) -m streamlab.bench
+
+release: setup ## regenerate notebooks/ (student versions) from solutions/ with nbgrader
+	$(PY) -m grader release
+
+broker-start: setup ## start the embedded broker
+broker-stop: ## stop the embedded broker
+	@test -x $(PY) && $(PY) -m streamlab broker stop || true
+
+clean: broker-stop ## stop the broker and remove generated state (not .venv)
+	rm -rf .streamlab test-results

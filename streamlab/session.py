@@ -1,0 +1,95 @@
+"""The course's SparkSession, and which engine serves format("kafka")."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .errors import LabError
+
+SPARK_VERSION = "4.3.0"
+CONNECTOR_PACKAGE = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}"
+CONNECTOR_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+MIN_JAVA = 17
+
+
+def java_version() -> int:
+    """The major version of the Java that Spark will start, or a LabError naming the fix."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise LabError("Java was not found. Spark needs Java 17 or newer: install it "
+                       "(Debian/Ubuntu: `sudo apt-get install openjdk-17-jre-headless`) or set JAVA_HOME.")
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=10).stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LabError(f"`{java} -version` failed ({exc}): check JAVA_HOME.") from None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not match:
+        raise LabError(f"Could not read the Java version from `{java} -version`: check JAVA_HOME.")
+    major = int(match.group(1))
+    if major == 1 and match.group(2):  # "1.8.0" style
+        major = int(match.group(2))
+    if major < MIN_JAVA:
+        raise LabError(f"Spark {SPARK_VERSION} needs Java {MIN_JAVA} or newer, found Java {major} at {java}: "
+                       "install Java 17 and point JAVA_HOME at it.")
+    return major
+
+
+def spark():
+    """A local SparkSession with course defaults, on which format("kafka") works for reads and writes."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        _enable_kafka(active)
+        return active
+    java_version()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    log_conf = Path(__file__).with_name("log4j2.properties")
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("streamlab")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.ui.enabled", os.environ.get("STREAMLAB_SPARK_UI", "false"))
+        .config("spark.ui.host", "127.0.0.1")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log_conf}")
+        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        .config("spark.python.worker.reuse", "true")
+    )
+    if os.environ.get("STREAMLAB_ENGINE") == "connector":
+        builder = builder.config("spark.jars.packages", CONNECTOR_PACKAGE)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    _enable_kafka(session)
+    return session
+
+
+def _connector_on_classpath(session) -> bool:
+    try:
+        session.sparkContext._jvm.java.lang.Class.forName(CONNECTOR_CLASS)
+        return True
+    except Exception:
+        return False
+
+
+def engine(session=None) -> str:
+    """'connector' when Spark's own Kafka connector serves format("kafka"), else 'offline'."""
+    session = session or spark()
+    if os.environ.get("STREAMLAB_ENGINE") == "offline":
+        return "offline"
+    return "connector" if _connector_on_classpath(session) else "offline"
+
+
+def _enable_kafka(session) -> None:
+    if engine(session) == "offline":
+        from .kafka import install
+
+        install(session)
