@@ -3,14 +3,18 @@ from __future__ import annotations
 
 from .broker import broker_status, ensure_broker, stop_broker
 from .errors import LabError, install_notebook_handler
+from .lab import cleanup, new_topic, setup
 from .session import engine, java_version, spark
 
 __all__ = [
     "LabError",
     "broker_status",
+    "cleanup",
     "engine",
     "ensure_broker",
     "java_version",
+    "new_topic",
+    "setup",
     "spark",
     "stop_broker",
 ]

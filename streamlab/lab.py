@@ -1,0 +1,60 @@
+"""The notebook life cycle: the one setup cell, topics made for a lesson, and the cleanup at the end."""
+from __future__ import annotations
+
+import atexit
+
+from . import topics as _topics
+from .broker import ensure_broker
+from .session import engine, spark
+
+_made_topics: list[str] = []
+
+ENGINE_NOTES = {
+    "connector": "Spark's own spark-sql-kafka-0-10 connector",
+    "offline": "streamlab's offline engine (Spark's Python Data Source API; the connector jar is not installed)",
+}
+
+
+def setup():
+    """Start or reuse the broker and Spark, print one line about each, and return (spark, bootstrap)."""
+    bootstrap = ensure_broker()
+    session = spark()
+    kind = engine(session)
+    print(f"broker    {bootstrap}")
+    print(f"spark     {session.version} (local[2])")
+    print(f"engine    {kind}: {ENGINE_NOTES[kind]}")
+    return session, bootstrap
+
+
+def new_topic(prefix: str = "lab", partitions: int = 1) -> str:
+    """A fresh topic for this notebook, deleted by cleanup()."""
+    name = _topics.create_topic(_topics.unique_name(prefix), partitions)
+    _made_topics.append(name)
+    return name
+
+
+def cleanup(session=None) -> str:
+    """Stop every streaming query and background producer, delete this notebook's topics; say what was done."""
+    from pyspark.sql import SparkSession
+
+    from .producer import stop_all
+
+    session = session or SparkSession.getActiveSession()
+    queries = list(session.streams.active) if session is not None else []
+    for query in queries:
+        query.stop()
+    producers = stop_all()
+    gone = list(_made_topics)
+    if gone:
+        _topics.delete_topic(*gone)
+    _made_topics.clear()
+    return f"stopped {len(queries)} queries and {producers} producers, deleted {len(gone)} topics"
+
+
+@atexit.register
+def _at_exit() -> None:
+    try:
+        if _made_topics:
+            _topics.delete_topic(*_made_topics)
+    except Exception:
+        pass  # the broker may already be gone when the kernel shuts down

@@ -1,0 +1,276 @@
+"""Live demos: sliders that change a real knob, and a chart and readout that follow a running query.
+
+Why widgets and not prints: output written from a background thread is routed unreliably since ipykernel 7,
+but a widget's value set from any thread reaches the browser. So the poller only ever sets widget values,
+and `wait()`, called from the notebook's own thread, leaves a static picture for headless runs.
+"""
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+_REDRAW_EVERY_S = 0.5
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _offsets(value) -> dict:
+    """Progress offsets arrive as JSON strings or dicts; return {topic: {partition: offset}}."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip().startswith("{") else {}
+    return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in value.items()}
+
+
+class LiveChart:
+    """Batch sizes as bars and lag as a line, redrawn into an ipywidgets.Image."""
+
+    def __init__(self, title: str = "", width: float = 8.0, height: float = 3.2):
+        import ipywidgets as W
+
+        self.title, self.size = title, (width, height)
+        self.image = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        self.batches: list[tuple[float, int]] = []
+        self.lag: list[tuple[float, int]] = []
+        self.cap: int | None = None
+
+    def figure(self):
+        """Draw the current data into a new matplotlib figure."""
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=self.size)
+        ax = fig.add_subplot()
+        if self.batches:
+            xs, ys = zip(*self.batches)
+            ax.bar(xs, ys, width=0.35, color="#4c72b0", label="rows in batch")
+        if self.cap:
+            ax.axhline(self.cap, color="#c44e52", linestyle="--", linewidth=1, label="maxOffsetsPerTrigger")
+        ax.set_xlabel("seconds since start")
+        ax.set_ylabel("rows per batch")
+        ax2 = ax.twinx()
+        if self.lag:
+            lx, ly = zip(*self.lag)
+            ax2.plot(lx, ly, color="#dd8452", linewidth=2, label="lag (offsets behind latest)")
+        ax2.set_ylabel("lag")
+        ax.set_ylim(bottom=0)
+        ax2.set_ylim(bottom=0)
+        handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+        labels = ax.get_legend_handles_labels()[1] + ax2.get_legend_handles_labels()[1]
+        if handles:
+            ax.legend(handles, labels, loc="upper left", fontsize=8)
+        ax.set_title(self.title, fontsize=10)
+        return fig
+
+    def redraw(self) -> None:
+        """Render into the widget (safe from a background thread)."""
+        self.image.value = _png(self.figure())
+
+    def static(self):
+        """A static PNG of the chart for the notebook's saved output."""
+        from IPython.display import Image
+
+        return Image(_png(self.figure()))
+
+
+def slider(description: str, value: int, lo: int, hi: int, step: int = 1):
+    """An integer slider that reports only when released, so each move is one change."""
+    import ipywidgets as W
+
+    return W.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
+                       continuous_update=False, style={"description_width": "160px"},
+                       layout=W.Layout(width="520px"))
+
+
+@dataclass
+class BatchRecord:
+    """One micro-batch as the demo saw it."""
+
+    batch: int
+    at: float
+    rows: int
+    lag: int
+    cap: int | None
+    input_rate: float
+    processed_rate: float
+    duration_ms: int
+
+
+@dataclass
+class StreamDemo:
+    """Producer → Kafka → a Structured Streaming query, with sliders for its knobs and a live chart.
+
+    Moving the producer-rate slider changes the running producer at once. The cap, trigger and
+    per-record cost are read when a query starts, exactly as in Spark, so moving them restarts the
+    query on the same checkpoint: batches planned after the restart use the new values.
+    """
+
+    spark: object
+    topic: str
+    rate: int = 200
+    max_offsets: int | None = None
+    trigger_seconds: float = 1.0
+    cost_ms: float = 0.0
+    duration: float = 15.0
+    starting_offsets: str = "latest"
+    controls: tuple = ("rate", "cap", "trigger", "cost")
+    title: str = ""
+    history: list = field(default_factory=list)
+
+    def __post_init__(self):
+        import ipywidgets as W
+
+        from .broker import ensure_broker
+
+        self.bootstrap = ensure_broker()
+        self.chart = LiveChart(self.title or f"topic {self.topic}")
+        self.readout = W.HTML(value="<code>not started</code>")
+        self.sliders = {
+            "rate": slider("producer rate (rec/s)", self.rate, 0, 5000, 50),
+            "cap": slider("maxOffsetsPerTrigger (0=none)", self.max_offsets or 0, 0, 5000, 50),
+            "trigger": slider("trigger interval (ms)", int(self.trigger_seconds * 1000), 0, 5000, 250),
+            "cost": slider("cost per record (µs)", int(self.cost_ms * 1000), 0, 5000, 100),
+        }
+        self.sliders["rate"].observe(self._on_rate, names="value")
+        for name in ("cap", "trigger", "cost"):
+            self.sliders[name].observe(self._on_query_knob, names="value")
+        self._restart = threading.Event()
+        self._done = threading.Event()
+        self._lock = threading.Lock()
+        self._query = None
+        self._producer = None
+        self._thread = None
+        self._consumer = None
+        self._checkpoint = tempfile.mkdtemp(prefix="streamlab-demo-")
+        self._t0 = 0.0
+
+    # -- knobs ---------------------------------------------------------------------------------
+    def _on_rate(self, change) -> None:
+        self.rate = change["new"]
+        if self._producer is not None:
+            self._producer.set_rate(self.rate)
+
+    def _on_query_knob(self, change) -> None:
+        self.max_offsets = self.sliders["cap"].value or None
+        self.trigger_seconds = self.sliders["trigger"].value / 1000
+        self.cost_ms = self.sliders["cost"].value / 1000
+        self._restart.set()
+
+    # -- the query -----------------------------------------------------------------------------
+    def _start_query(self):
+        reader = (self.spark.readStream.format("kafka")
+                  .option("kafka.bootstrap.servers", self.bootstrap)
+                  .option("subscribe", self.topic)
+                  .option("startingOffsets", self.starting_offsets))
+        if self.max_offsets:
+            reader = reader.option("maxOffsetsPerTrigger", str(self.max_offsets))
+        cost_s = self.cost_ms / 1000
+
+        def process(batch_df, batch_id):
+            rows = batch_df.count()
+            if cost_s:
+                time.sleep(rows * cost_s)
+
+        writer = reader.load().writeStream.foreachBatch(process).option("checkpointLocation", self._checkpoint)
+        if self.trigger_seconds:
+            writer = writer.trigger(processingTime=f"{self.trigger_seconds} seconds")
+        self.chart.cap = self.max_offsets
+        return writer.start()
+
+    def _latest(self) -> dict:
+        from kafka import TopicPartition
+
+        parts = self._consumer.partitions_for_topic(self.topic) or set()
+        ends = self._consumer.end_offsets([TopicPartition(self.topic, p) for p in parts])
+        return {tp.partition: off for tp, off in ends.items()}
+
+    def _poll(self) -> None:
+        seen = -1
+        position: dict = {}
+        while not self._done.is_set():
+            if self._restart.is_set():
+                self._restart.clear()
+                with self._lock:
+                    self._query.stop()
+                    self._query = self._start_query()
+            now = time.monotonic() - self._t0
+            progress = list(self._query.recentProgress)
+            for p in progress:
+                if p["batchId"] <= seen or p["numInputRows"] is None:
+                    continue
+                seen = p["batchId"]
+                source = p["sources"][0]
+                position = _offsets(source.get("endOffset")).get(self.topic, position)
+                latest = _offsets(source.get("latestOffset")).get(self.topic, {})
+                lag = sum(max(latest.get(k, 0) - v, 0) for k, v in position.items())
+                self.history.append(BatchRecord(p["batchId"], round(now, 2), p["numInputRows"], lag,
+                                                self.max_offsets, p.get("inputRowsPerSecond") or 0.0,
+                                                p.get("processedRowsPerSecond") or 0.0,
+                                                p["durationMs"].get("triggerExecution", 0)))
+                if p["numInputRows"]:
+                    self.chart.batches.append((now, p["numInputRows"]))
+            latest = self._latest()
+            live_lag = sum(max(latest.get(k, 0) - position.get(k, 0), 0) for k in latest)
+            self.chart.lag.append((now, live_lag))
+            last = self.history[-1] if self.history else None
+            self.readout.value = (
+                f"<code>t={now:5.1f}s · producer {self.rate} rec/s · sent {self._producer.sent}"
+                f" · batches {len(self.history)} · last batch {last.rows if last else '-'} rows"
+                f" · lag {live_lag}</code>")
+            self.chart.redraw()
+            if now >= self.duration:
+                break
+            self._done.wait(_REDRAW_EVERY_S)
+        self._done.set()
+
+    # -- life cycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        """Show the controls and chart, then run producer, query and poller in the background."""
+        import ipywidgets as W
+        from IPython.display import display
+        from kafka import KafkaConsumer
+
+        from .producer import BackgroundProducer
+
+        self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
+        self._producer = BackgroundProducer(self.topic, rate=self.rate, bootstrap=self.bootstrap)
+        self._producer.start()
+        self._query = self._start_query()
+        self._t0 = time.monotonic()
+        shown = [self.sliders[c] for c in self.controls]
+        display(W.VBox([*shown, self.readout, self.chart.image]))
+        self._thread = threading.Thread(target=self._poll, name="streamlab-demo", daemon=True)
+        self._thread.start()
+
+    def wait(self):
+        """Block until the demo's time is up, stop everything and return its batches as a DataFrame."""
+        import pandas as pd
+        from IPython.display import display
+
+        if self._thread is not None:
+            self._thread.join()
+        self.stop()
+        display(self.chart.static())
+        return pd.DataFrame([vars(b) for b in self.history])
+
+    def stop(self) -> None:
+        """Stop the poller, the query and the producer (safe to call twice)."""
+        self._done.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=10)
+        with self._lock:
+            if self._query is not None:
+                self._query.stop()
+        if self._producer is not None:
+            self._producer.stop()
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
