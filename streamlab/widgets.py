@@ -31,6 +31,19 @@ def _offsets(value) -> dict:
     return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in value.items()}
 
 
+def _join_handling_widgets(thread: threading.Thread) -> None:
+    """Wait for `thread` while still applying slider moves (a busy kernel would queue them until the end)."""
+    try:
+        from jupyter_ui_poll import ui_events
+
+        with ui_events() as poll:
+            while thread.is_alive():
+                poll(20)
+                thread.join(0.1)
+    except Exception:  # not in a kernel with a frontend (a plain script, or nbclient's headless run)
+        thread.join()
+
+
 class LiveChart:
     """Batch sizes as bars and lag as a line, redrawn into an ipywidgets.Image."""
 
@@ -256,10 +269,15 @@ class StreamDemo:
         from IPython.display import display
 
         if self._thread is not None:
-            self._thread.join()
+            _join_handling_widgets(self._thread)
         self.stop()
         display(self.chart.static())
         return pd.DataFrame([vars(b) for b in self.history])
+
+    def run(self):
+        """start() then wait(): one cell that shows the live demo, keeps the sliders live, returns the batches."""
+        self.start()
+        return self.wait()
 
     def stop(self) -> None:
         """Stop the poller, the query and the producer (safe to call twice)."""
