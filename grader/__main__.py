@@ -1,0 +1,54 @@
+"""`python -m grader release | check NOTEBOOK | grade SUBMISSIONS_DIR`."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .course import RELEASE, SOURCE, GraderError
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the grader command line; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
+    parser.add_argument("--source", type=Path, default=SOURCE, help="nbgrader source folder (default solutions/)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    rel = sub.add_parser("release", help="regenerate notebooks/ (student versions) from solutions/")
+    rel.add_argument("--out", type=Path, default=RELEASE, help="release folder (default notebooks/)")
+    chk = sub.add_parser("check", help="grade one notebook with the hidden tests (the file is not modified)")
+    chk.add_argument("notebook", type=Path)
+    chk.add_argument("--assignment", help="assignment id, when the file name is not <id>.ipynb")
+    chk.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
+    chk.add_argument("--results", type=Path, help="feedback folder (default feedback/check/<assignment>/)")
+    grd = sub.add_parser("grade", help="autograde a cohort: SUBMISSIONS_DIR/<student>/<assignment>/<id>.ipynb")
+    grd.add_argument("submissions", type=Path)
+    grd.add_argument("--out", type=Path, default=Path("grades"), help="output folder (default ./grades)")
+    grd.add_argument("--workers", type=int, default=2, help="notebooks graded at once (default 2)")
+    grd.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "release":
+            from .course import release
+
+            release(args.out.resolve(), args.source.resolve())
+        elif args.command == "check":
+            from .grading import check, table
+
+            print(f"checking {args.notebook} with the hidden tests (your file is not changed) …", flush=True)
+            result = check(args.notebook, args.assignment, args.timeout, args.results, args.source.resolve())
+            print(table(result))
+        else:
+            from .cohort import grade_cohort
+
+            grade_cohort(args.submissions, args.out, args.workers, args.timeout, args.source.resolve())
+    except GraderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""The course layout (solutions/ = nbgrader source, notebooks/ = release) and `python -m grader release`."""
+from __future__ import annotations
+
+import filecmp
+import json
+import logging
+import re
+import os
+import shutil
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = ROOT / "solutions"
+RELEASE = ROOT / "notebooks"
+CONFIG_FILE = ROOT / "nbgrader_config.py"
+ASSIGNMENT_ID = re.compile(r"^\d\d-[a-z0-9-]+$")
+
+
+def _prepare_nbgrader() -> None:
+    """nbgrader shells out to `alembic heads` for each new gradebook (seconds): ask alembic in-process, once."""
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    import functools
+    import warnings
+
+    import nbgrader.api
+
+    warnings.filterwarnings("ignore", module="nbgrader")
+    warnings.filterwarnings("ignore", message=".*not in session.*")
+    if hasattr(nbgrader.api.get_alembic_version, "cache_info"):
+        return
+    original = nbgrader.api.get_alembic_version
+
+    @functools.lru_cache(maxsize=1)
+    def head() -> str:
+        try:
+            from alembic.config import Config as AlembicConfig
+            from alembic.script import ScriptDirectory
+
+            cfg = AlembicConfig()
+            cfg.set_main_option("script_location", str(Path(nbgrader.api.__file__).parent / "alembic"))
+            return ScriptDirectory.from_config(cfg).get_current_head()
+        except Exception:
+            return original()
+
+    nbgrader.api.get_alembic_version = head
+
+
+class GraderError(Exception):
+    """A problem that stops one notebook (or one command) from being graded; its message is one line."""
+
+
+def assignments(source: Path = SOURCE) -> list[str]:
+    """The assignment ids present in `source`: folders <id>/ holding <id>.ipynb, sorted."""
+    if not source.is_dir():
+        return []
+    return sorted(p.name for p in source.iterdir() if (p / f"{p.name}.ipynb").is_file())
+
+
+def nbgrader_config(root: Path, source: Path = SOURCE, release: Path | None = None, timeout: int | None = None):
+    """The course's nbgrader Config (from nbgrader_config.py), pointed at a course folder `root`."""
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    cfg = PyFileConfigLoader(CONFIG_FILE.name, path=str(CONFIG_FILE.parent)).load_config()
+    extra = Config()
+    extra.CourseDirectory.root = str(root)
+    extra.CourseDirectory.source_directory = str(source)
+    extra.CourseDirectory.release_directory = str(release or (root / "release"))
+    extra.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
+    extra.CourseDirectory.course_id = ""
+    if timeout is not None:
+        extra.Execute.timeout = int(timeout)
+    cfg.merge(extra)
+    return cfg
+
+
+def nbgrader_api(root: Path, **kwargs):
+    """An NbGraderAPI on the course folder `root` (see nbgrader_config for the keyword arguments)."""
+    _prepare_nbgrader()
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    cfg = nbgrader_config(root, **kwargs)
+    coursedir = CourseDirectory(config=cfg)
+    api = NbGraderAPI(coursedir=coursedir, config=cfg)
+    api.log.setLevel(logging.WARNING)
+    return api
+
+
+@contextmanager
+def temp_course(prefix: str = "grader-"):
+    """A throw-away nbgrader course folder (its own gradebook), removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def generate(assignment_id: str, root: Path, source: Path = SOURCE, release: Path | None = None,
+             timeout: int | None = None):
+    """Run nbgrader generate_assignment for one assignment into `release` with a gradebook in `root`."""
+    api = nbgrader_api(root, source=source, release=release, timeout=timeout)
+    result = api.generate_assignment(assignment_id, force=True, create=True)
+    if not result.get("success"):
+        last = (result.get("error") or result.get("log") or "unknown error").strip().splitlines()[-1]
+        raise GraderError(f"nbgrader could not generate {assignment_id} from {source / assignment_id}: {last}")
+    return api
+
+
+def release(out: Path = RELEASE, source: Path = SOURCE, quiet: bool = False) -> list[str]:
+    """Regenerate the student version of every assignment in `source` into `out`; return the ids."""
+    ids = assignments(source)
+    out.mkdir(parents=True, exist_ok=True)
+    with temp_course("grader-release-") as root:
+        for aid in ids:
+            generate(aid, root, source=source, release=out)
+            _normalise(out / aid)
+            if not quiet:
+                print(f"released {source.name}/{aid} -> {out.name}/{aid}")
+    for stale in stale_releases(out, source):
+        shutil.rmtree(out / stale)
+        if not quiet:
+            print(f"removed {out.name}/{stale} (no {source.name}/{stale}/{stale}.ipynb any more)")
+    return ids
+
+
+def stale_releases(out: Path = RELEASE, source: Path = SOURCE) -> list[str]:
+    """Released assignment folders whose source is gone."""
+    have = set(assignments(source))
+    return sorted(p.name for p in out.iterdir()
+                  if p.is_dir() and ASSIGNMENT_ID.match(p.name) and (p / f"{p.name}.ipynb").is_file()
+                  and p.name not in have) if out.is_dir() else []
+
+
+def _normalise(folder: Path) -> None:
+    """Make released notebooks byte-stable: one JSON layout, no execution counts or outputs."""
+    import nbformat
+
+    for path in folder.rglob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs = []
+                cell.execution_count = None
+        nbformat.write(nb, path)
+
+
+def comparable(path: Path) -> dict:
+    """A notebook's content without volatile fields (outputs, counts): cell sources, types, ids, metadata."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cells = [{k: v for k, v in cell.items() if k not in ("outputs", "execution_count")} for cell in nb["cells"]]
+    for cell in cells:
+        if isinstance(cell.get("source"), list):
+            cell["source"] = "".join(cell["source"])
+    return {"metadata": nb.get("metadata", {}), "nbformat": nb.get("nbformat"), "cells": cells}
+
+
+def release_differences(out: Path = RELEASE, source: Path = SOURCE) -> list[str]:
+    """What differs between `out` and a fresh release of `source` (empty when up to date), one line each."""
+    problems = []
+    with temp_course("grader-fresh-") as tmp:
+        fresh = tmp / "fresh"
+        release(fresh, source, quiet=True)
+        for aid in assignments(source):
+            new_files = {p.relative_to(fresh / aid) for p in (fresh / aid).rglob("*") if p.is_file()}
+            old_dir = out / aid
+            old_files = {p.relative_to(old_dir) for p in old_dir.rglob("*") if p.is_file()
+                         and ".ipynb_checkpoints" not in p.parts} if old_dir.is_dir() else set()
+            for rel in sorted(new_files - old_files):
+                problems.append(f"{out.name}/{aid}/{rel} is missing")
+            for rel in sorted(old_files - new_files):
+                problems.append(f"{out.name}/{aid}/{rel} has no counterpart in {source.name}/{aid}")
+            for rel in sorted(new_files & old_files):
+                a, b = fresh / aid / rel, old_dir / rel
+                if rel.suffix == ".ipynb":
+                    try:
+                        same = comparable(a) == comparable(b)
+                    except (ValueError, KeyError):
+                        same = False
+                else:
+                    same = filecmp.cmp(a, b, shallow=False)
+                if not same:
+                    problems.append(f"{out.name}/{aid}/{rel} differs from a fresh release of {source.name}/{aid}")
+    problems += [f"{out.name}/{s} has no source in {source.name}/" for s in stale_releases(out, source)]
+    return problems
