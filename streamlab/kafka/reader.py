@@ -1,0 +1,131 @@
+"""Executor side of the Kafka source: read one offset range of one partition into Arrow record batches.
+
+Like the connector's KafkaDataConsumer, a range [start, end) is read exactly: records at or after `end` are
+dropped, and offsets with no record (transaction markers, aborted records under read_committed, compaction) are
+skipped silently. Offsets that no longer exist (start below the partition's earliest offset after retention, or
+beyond its latest after the topic was recreated) are data loss: with failOnDataLoss=true the task fails with the
+connector's message; with false it logs a warning and reads what is left of the range.
+
+Unlike the connector, consumers are not cached between tasks (a Python worker may serve any partition), so each
+range opens and closes its own KafkaConsumer; fetch sizes are raised so a range needs few round trips.
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from .options import FAIL_ON_DATA_LOSS_FALSE, FAIL_ON_DATA_LOSS_TRUE, IllegalStateException, SourceOptions, client_config
+from .planner import OffsetRange, tp_name
+
+log = logging.getLogger("streamlab.kafka")
+
+MAX_ROWS_PER_BATCH = 50_000
+# Bigger fetches than kafka-python's defaults: a range is read start to end, so large responses are never wasted.
+FETCH_DEFAULTS = {
+    "fetch_max_bytes": 64 * 1024 * 1024,
+    "max_partition_fetch_bytes": 16 * 1024 * 1024,
+    "receive_buffer_bytes": 4 * 1024 * 1024,
+    "fetch_max_wait_ms": 100,
+    "max_poll_records": MAX_ROWS_PER_BATCH,
+}
+
+
+def arrow_schema(include_headers: bool):
+    """The Arrow schema PySpark expects for the Kafka source's Spark schema."""
+    import pyarrow as pa
+
+    fields = [
+        pa.field("key", pa.binary()), pa.field("value", pa.binary()), pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()), pa.field("offset", pa.int64()),
+        pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("timestampType", pa.int32()),
+    ]
+    if include_headers:
+        header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
+        fields.append(pa.field("headers", pa.list_(header)))
+    return pa.schema(fields)
+
+
+def to_batch(records, topic: str, partition: int, schema, include_headers: bool):
+    """One Arrow RecordBatch from kafka-python ConsumerRecords of one partition."""
+    import pyarrow as pa
+
+    n = len(records)
+    keys, values, offsets, stamps, kinds = (list(c) for c in zip(
+        *[(r.key, r.value, r.offset, r.timestamp, r.timestamp_type) for r in records]))
+    # Kafka timestamps are milliseconds since the epoch; Spark's TimestampType is microseconds in UTC.
+    micros = pa.array([ts * 1000 for ts in stamps], pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+    columns = [
+        pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+        pa.array([topic] * n, pa.string()),
+        pa.array([partition] * n, pa.int32()), pa.array(offsets, pa.int64()), micros, pa.array(kinds, pa.int32()),
+    ]
+    if include_headers:
+        columns.append(pa.array([[(k, v) for k, v in (r.headers or [])] for r in records], schema.field("headers").type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _consumer(opts: SourceOptions):
+    from kafka import KafkaConsumer
+
+    config = dict(FETCH_DEFAULTS)
+    config.update(client_config(opts.kafka_params))
+    config.update(enable_auto_commit=False, group_id=None, auto_offset_reset="none")
+    return KafkaConsumer(**config)
+
+
+def _data_loss(fail: bool, message: str, tp) -> None:
+    where = f"(TopicPartition: {tp_name(tp)})"
+    if fail:
+        raise IllegalStateException(f"{message} {where}. {FAIL_ON_DATA_LOSS_TRUE}")
+    log.warning("%s %s. %s", message, where, FAIL_ON_DATA_LOSS_FALSE)
+
+
+def read_range(rng: OffsetRange, opts: SourceOptions):
+    """Yield Arrow record batches holding exactly the records of `rng` (offsets start <= o < end)."""
+    from kafka import TopicPartition
+
+    if rng.size <= 0:
+        return
+    schema = arrow_schema(opts.include_headers)
+    tp, key = TopicPartition(rng.topic, rng.partition), (rng.topic, rng.partition)
+    consumer = _consumer(opts)
+    try:
+        consumer.assign([tp])
+        earliest = consumer.beginning_offsets([tp])[tp]
+        latest = consumer.end_offsets([tp])[tp]
+        position = rng.start
+        if position < earliest or position >= latest:
+            _data_loss(opts.fail_on_data_loss, f"Cannot fetch offset {position}", key)
+            if position >= latest or earliest >= rng.end:
+                log.warning("The current available offset range is [%d, %d). Offset %d is out of range, and "
+                            "records in [%d, %d) will be skipped", earliest, latest, position, position, rng.end)
+                return
+            log.warning("Offset %d is out of range, and records in [%d, %d) will be skipped",
+                        position, position, earliest)
+            position = earliest
+        if latest < rng.end:
+            _data_loss(opts.fail_on_data_loss, f"Cannot fetch records in [{max(latest, position)}, {rng.end})", key)
+        stop = min(rng.end, latest)
+        consumer.seek(tp, position)
+        deadline = time.monotonic() + opts.poll_timeout_ms / 1000
+        while position < stop:
+            fetched = consumer.poll(timeout_ms=200, max_records=MAX_ROWS_PER_BATCH).get(tp, [])
+            if not fetched:
+                after = consumer.position(tp)
+                if after is not None and after > position:
+                    position = after  # offsets without visible records: markers, aborted, compacted
+                    deadline = time.monotonic() + opts.poll_timeout_ms / 1000
+                elif time.monotonic() > deadline:
+                    raise TimeoutError(f"Cannot fetch record for offset {position} in {opts.poll_timeout_ms} "
+                                       "milliseconds")
+                continue
+            if fetched[-1].offset >= rng.end:
+                fetched = [r for r in fetched if r.offset < rng.end]
+            if fetched:
+                yield to_batch(fetched, rng.topic, rng.partition, schema, opts.include_headers)
+                position = fetched[-1].offset + 1
+            else:
+                position = rng.end
+            deadline = time.monotonic() + opts.poll_timeout_ms / 1000
+    finally:
+        consumer.close()
