@@ -1,0 +1,440 @@
+"""The offline engine's Kafka sink: Spark's KafkaWriter/KafkaWriteTask rebuilt on kafka-python.
+
+What it copies from the connector (connector/kafka-0-10-sql: KafkaWriter.scala, KafkaWriteTask.scala,
+KafkaSourceProvider.scala), with the same message texts:
+- the schema is checked when the write is planned: `value` (string or binary) is required; `key` (string or
+  binary), `topic` (string), `headers` (array<struct<key:string,value:binary>>), `partition` (int) and
+  `timestamp` (timestamp or double) are optional; the `topic` option overrides a `topic` column;
+- `kafka.key.serializer` / `kafka.value.serializer` are rejected, every other `kafka.*` option goes to the producer;
+- each task sends its rows asynchronously, stops at the first failed send, flushes before it reports success and
+  fails if any record failed: a task never succeeds with records missing (at-least-once, like Spark);
+- nothing happens at job commit or abort: records a failed job already sent stay in the topic, and Spark never
+  calls the producer's transaction API, so `kafka.transactional.id` only makes every send fail
+  ("Cannot perform a 'send' before completing a call to init_transactions ...", kafka-python's wording of the
+  Java producer's IllegalStateException).
+
+Differences that come from kafka-python rather than from us: a row whose key and value are both null is refused
+("Need at least one: key or value"; the Java producer would write it), header values must not be null, a
+`partition` the topic does not have fails at once instead of after `max.block.ms`, and Java-only options
+(JKS stores, partitioner or interceptor classes, buffer.memory) are ignored with a warning.
+"""
+from __future__ import annotations
+
+import atexit
+import re
+import threading
+import warnings
+from dataclasses import dataclass
+from itertools import repeat
+
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+
+TOPIC, KEY, VALUE, HEADERS, PARTITION, TIMESTAMP = "topic", "key", "value", "headers", "partition", "timestamp"
+HEADERS_TYPE = "array<struct<key:string,value:binary>>"
+
+# The connector's _LEGACY_ERROR_TEMP_3081 text (Spark's error-conditions.json).
+SAVE_MODE_MESSAGE = ("Save mode {mode} not allowed for Kafka. "
+                     "Allowed save modes are Append and ErrorIfExists (default).")
+NULL_TOPIC_MESSAGE = "null topic present in the data. Use the topic option for setting a default topic."
+
+
+class KafkaWriteError(RuntimeError):
+    """A record the producer could not deliver; the Spark task fails with it."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Schema: which column feeds which part of the record (KafkaWriter.validateQuery)
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """The validated shape of a write: the topic option (if any) and the type of each optional column."""
+
+    topic: str | None
+    columns: dict  # column name -> its Spark type as a catalog string, for the columns the sink uses
+
+
+def _expression(types: dict, name: str, desired: tuple, required_message: str | None = None) -> str | None:
+    found = types.get(name)
+    if found is None:
+        if required_message:
+            raise ValueError(required_message)
+        return None
+    if found.lower() not in desired:
+        raise ValueError(f"{name} attribute unsupported type {found}. {name} must be a(n) {' or '.join(desired)}")
+    return found
+
+
+def plan_write(schema, topic_option: str | None) -> WritePlan:
+    """Check a DataFrame schema the way the connector does and say which columns the sink will use."""
+    types = {f.name: f.dataType.simpleString() for f in schema.fields}
+    topic = topic_option.strip() if topic_option is not None else None
+    columns = {}
+    if topic is None:  # with the option, a topic column is ignored, whatever its type
+        columns[TOPIC] = _expression(
+            types, TOPIC, ("string",),
+            f"topic option required when no '{TOPIC}' attribute is present. Use the {TOPIC} option for setting "
+            "a topic.")
+    # The connector checks in this order, so the first problem reported is the same one.
+    columns[KEY] = _expression(types, KEY, ("string", "binary"))
+    columns[VALUE] = _expression(types, VALUE, ("string", "binary"), f"Required attribute '{VALUE}' not found")
+    columns[HEADERS] = _expression(types, HEADERS, (HEADERS_TYPE,))
+    columns[PARTITION] = _expression(types, PARTITION, ("int",))
+    columns[TIMESTAMP] = _expression(types, TIMESTAMP, ("double", "timestamp"))
+    return WritePlan(topic, {k: v for k, v in columns.items() if v is not None})
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Options: `kafka.*` source options -> kafka-python KafkaProducer arguments
+
+
+def _int(name):
+    def convert(raw):
+        try:
+            return int(str(raw).strip())
+        except ValueError:
+            raise ValueError(f"Invalid value {raw} for configuration {name}: Not a number of type INT") from None
+    return convert
+
+
+def _bool(name):
+    def convert(raw):
+        text = str(raw).strip().lower()
+        if text not in ("true", "false"):
+            raise ValueError(f"Invalid value {raw} for configuration {name}: Expected value to be either true or false")
+        return text == "true"
+    return convert
+
+
+def _acks(raw):
+    text = str(raw).strip().lower()
+    if text == "all":
+        return "all"
+    if text in ("-1", "0", "1"):
+        return int(text)
+    raise ValueError(f'Invalid value {raw} for configuration acks: String must be one of: all, -1, 0, 1')
+
+
+def _compression(raw):
+    text = str(raw).strip().lower()
+    return None if text == "none" else text
+
+
+def _servers(raw):
+    return [s.strip() for s in str(raw).split(",") if s.strip()]
+
+
+def _text(raw):
+    return str(raw)
+
+
+_INT_OPTIONS = ("linger.ms", "batch.size", "retries", "request.timeout.ms", "delivery.timeout.ms", "max.block.ms",
+                "max.request.size", "retry.backoff.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
+                "metadata.max.age.ms", "connections.max.idle.ms", "max.in.flight.requests.per.connection",
+                "send.buffer.bytes", "receive.buffer.bytes", "transaction.timeout.ms")
+# Java producer config -> (kafka-python argument, converter). The names differ only by '.' -> '_'.
+PRODUCER_OPTIONS = {
+    "bootstrap.servers": ("bootstrap_servers", _servers),
+    "client.id": ("client_id", _text),
+    "acks": ("acks", _acks),
+    "compression.type": ("compression_type", _compression),
+    "enable.idempotence": ("enable_idempotence", _bool("enable.idempotence")),
+    "transactional.id": ("transactional_id", _text),
+    "security.protocol": ("security_protocol", _text),
+    "sasl.mechanism": ("sasl_mechanism", _text),
+    "sasl.kerberos.service.name": ("sasl_kerberos_service_name", _text),
+    "client.dns.lookup": ("client_dns_lookup", _text),
+    "ssl.cipher.suites": ("ssl_ciphers", _text),
+    "ssl.key.password": ("ssl_password", _text),
+    **{name: (name.replace(".", "_"), _int(name)) for name in _INT_OPTIONS},
+}
+# Options that only mean something to the Java client; kept out of kafka-python, with a warning.
+JAVA_ONLY_OPTIONS = ("buffer.memory", "partitioner.class", "interceptor.classes", "compression.gzip.level",
+                     "compression.lz4.level", "compression.zstd.level", "metrics.recording.level",
+                     "sasl.login.callback.handler.class", "ssl.protocol", "ssl.enabled.protocols")
+
+
+def option(options, name: str):
+    """The value of option `name`, matched case-insensitively as Spark does, or None."""
+    for key, value in dict(options).items():
+        if key.lower() == name.lower():
+            return value
+    return None
+
+
+def kafka_params(options) -> dict:
+    """The `kafka.*` options with the prefix removed (keys lower-cased: Spark's options are case-insensitive)."""
+    return {k[6:].lower(): v for k, v in dict(options).items() if k.lower().startswith("kafka.")}
+
+
+def producer_config(options) -> dict:
+    """kafka-python KafkaProducer arguments for the sink's options, refusing what the connector refuses."""
+    params = kafka_params(options)
+    # KafkaSourceProvider.kafkaParamsForProducer: the sink always sends bytes.
+    if "key.serializer" in params:
+        raise ValueError("Kafka option 'key.serializer' is not supported as keys are serialized with "
+                         "ByteArraySerializer.")
+    if "value.serializer" in params:
+        raise ValueError("Kafka option 'value.serializer' is not supported as value are serialized with "
+                         "ByteArraySerializer.")
+    if not params.get("bootstrap.servers", "").strip():
+        # The connector leaves this check to the Java producer, whose ConfigException reads like this.
+        raise ValueError('Missing required configuration "bootstrap.servers" which has no default value.')
+    config = {}
+    for name, raw in params.items():
+        if name in PRODUCER_OPTIONS:
+            argument, convert = PRODUCER_OPTIONS[name]
+            config[argument] = convert(raw)
+        elif name == "sasl.jaas.config":
+            config.update(_jaas(raw))
+        elif name == "ssl.endpoint.identification.algorithm":
+            config["ssl_check_hostname"] = bool(str(raw).strip())
+        elif name in ("ssl.truststore.location", "ssl.keystore.location"):
+            kind = str(params.get(name.replace("location", "type"), "JKS")).upper()
+            if kind != "PEM":
+                raise ValueError(f"Kafka option '{name}' points to a {kind} store, which the offline engine "
+                                 f"(kafka-python) cannot read: convert it to PEM and set "
+                                 f"kafka.{name.replace('location', 'type')}=PEM.")
+            config["ssl_cafile" if "truststore" in name else "ssl_certfile"] = str(raw)
+        elif name in ("ssl.truststore.type", "ssl.keystore.type"):
+            pass  # read together with the matching location
+        else:
+            reason = "only means something to Java's Kafka client" if name in JAVA_ONLY_OPTIONS else \
+                "is not known to the offline engine's producer (kafka-python)"
+            warnings.warn(f"Kafka option 'kafka.{name}' {reason}; it is ignored.", stacklevel=2)
+    return config
+
+
+def _jaas(raw) -> dict:
+    # PLAIN and SCRAM logins: kafka-python takes the user name and password as arguments.
+    found = dict(re.findall(r'(username|password)\s*=\s*"([^"]*)"', str(raw)))
+    out = {}
+    if "username" in found:
+        out["sasl_plain_username"] = found["username"]
+    if "password" in found:
+        out["sasl_plain_password"] = found["password"]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Producers: one per configuration per Python worker, like the connector's InternalKafkaProducerPool
+
+_producers: dict = {}
+_producers_lock = threading.Lock()
+
+
+def _acquire(config: dict):
+    from kafka import KafkaProducer
+
+    if config.get("transactional_id"):
+        return KafkaProducer(**config)  # never shared: a transactional id belongs to one producer at a time
+    key = repr(sorted(config.items()))
+    with _producers_lock:
+        producer = _producers.get(key)
+        if producer is None:
+            producer = _producers[key] = KafkaProducer(**config)
+        return producer
+
+
+def _discard(config: dict, producer) -> None:
+    with _producers_lock:
+        for key, cached in list(_producers.items()):
+            if cached is producer:
+                del _producers[key]
+    try:
+        producer.close(timeout=5)
+    except Exception:
+        pass  # closing a broken producer is best effort; the task already fails with the real error
+
+
+@atexit.register
+def close_producers() -> None:
+    """Flush and close every cached producer (called when the Python worker exits)."""
+    with _producers_lock:
+        cached = list(_producers.values())
+        _producers.clear()
+    for producer in cached:
+        try:
+            producer.close(timeout=5)
+        except Exception:
+            pass
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing: Arrow batches in, Kafka records out
+
+
+@dataclass
+class KafkaCommitMessage(WriterCommitMessage):
+    """What one task wrote: the number of records the broker acknowledged."""
+
+    records: int
+
+
+def _column(batch, name: str, kind: str | None):
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if kind is None:
+        return None
+    column = batch.column(batch.schema.get_field_index(name))
+    if name in (KEY, VALUE):
+        # Cast(..., BinaryType) in the connector: strings become their UTF-8 bytes (zero-copy in Arrow).
+        return column.cast(pa.large_binary()).to_pylist() if kind == "string" else column.to_pylist()
+    if name == HEADERS:
+        return [None if hs is None else [(h["key"], h["value"]) for h in hs] for hs in column.to_pylist()]
+    if name == TIMESTAMP:
+        if kind == "timestamp":  # microseconds -> milliseconds, as the connector strips the micros
+            millis = pc.divide(column.cast(pa.timestamp("us")).cast(pa.int64()), 1000)
+        else:  # a double is seconds since the epoch, as Cast(double AS timestamp) reads it
+            millis = pc.floor(pc.multiply(column, 1000.0)).cast(pa.int64())
+        return millis.to_pylist()
+    return column.to_pylist()
+
+
+def write_batches(plan: WritePlan, config: dict, batches) -> KafkaCommitMessage:
+    """Send every row of the Arrow batches to Kafka, flush, and fail if any record was not delivered."""
+    producer = _acquire(config)
+    outstanding: list = []  # futures not yet acknowledged
+    sent = 0
+    try:
+        send = producer.send
+        cols = plan.columns
+        for batch in batches:
+            n = batch.num_rows
+            if n == 0:
+                continue
+            topics = repeat(plan.topic, n) if plan.topic is not None else _column(batch, TOPIC, "string")
+            keys = _column(batch, KEY, cols.get(KEY)) or repeat(None, n)
+            values = _column(batch, VALUE, cols[VALUE])
+            headers = _column(batch, HEADERS, cols.get(HEADERS)) or repeat(None, n)
+            partitions = _column(batch, PARTITION, cols.get(PARTITION)) or repeat(None, n)
+            stamps = _column(batch, TIMESTAMP, cols.get(TIMESTAMP)) or repeat(None, n)
+            append = outstanding.append
+            for topic, key, value, hs, partition, ts in zip(topics, keys, values, headers, partitions, stamps):
+                if topic is None:
+                    raise KafkaWriteError(NULL_TOPIC_MESSAGE)
+                append(send(topic, value=value, key=key, headers=hs, partition=partition, timestamp_ms=ts))
+            sent += n
+            # Like KafkaWriteTask, stop sending once a record has failed (checked once per Arrow batch).
+            outstanding = _unacknowledged(outstanding)
+        producer.flush()
+        if _unacknowledged(outstanding):
+            raise KafkaWriteError("Some records were still unacknowledged after flush()")
+    except BaseException:
+        _discard(config, producer)  # its state is unknown; the next task gets a fresh one
+        raise
+    if config.get("transactional_id"):
+        producer.close(timeout=5)
+    return KafkaCommitMessage(records=sent)
+
+
+def _unacknowledged(futures: list) -> list:
+    """The futures still in flight; raises on the first one that failed."""
+    waiting = []
+    for future in futures:
+        if not future.is_done:
+            waiting.append(future)
+        elif future.failed():
+            raise KafkaWriteError(f"Failed to send a record to Kafka: {future.exception!r}") from future.exception
+    return waiting
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The writers Spark's Python data source API asks for
+
+
+class _KafkaWriterBase:
+    def __init__(self, options, schema):
+        # Checked when the write is planned, so a bad schema or option fails before any task runs.
+        self.config = producer_config(options)
+        self.plan = plan_write(schema, option(options, TOPIC))
+
+    def write(self, iterator):
+        """Write one task's Arrow batches to Kafka and return how many records were sent."""
+        return write_batches(self.plan, self.config, iterator)
+
+
+class KafkaBatchWriter(_KafkaWriterBase, DataSourceArrowWriter):
+    """The batch sink (`df.write.format("kafka")`): save modes Append and ErrorIfExists only."""
+
+    def __init__(self, options, schema, overwrite: bool = False):
+        if overwrite:
+            # Spark passes only this flag to a Python sink; Ignore and ErrorIfExists are handled in
+            # route_save_modes before Spark rejects them on its own terms.
+            raise ValueError(SAVE_MODE_MESSAGE.format(mode="Overwrite"))
+        super().__init__(options, schema)
+
+    def commit(self, messages) -> None:
+        """Nothing to do: each task flushed its own records (Kafka writes cannot be made atomic here)."""
+
+    def abort(self, messages) -> None:
+        """Nothing to undo: records already sent stay in the topic, as with Spark's connector."""
+
+
+class KafkaStreamWriter(_KafkaWriterBase, DataSourceStreamArrowWriter):
+    """The streaming sink (`writeStream.format("kafka")`): at-least-once, a re-run batch is written again."""
+
+    def commit(self, messages, batchId: int) -> None:
+        """Nothing to do: the records are in Kafka once every task has flushed."""
+
+    def abort(self, messages, batchId: int) -> None:
+        """Nothing to undo: a failed batch's records stay in the topic and the re-run writes them again."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Save modes: Spark's Python data source path knows only Append and Overwrite
+
+
+_modes_routed = False
+
+
+def route_save_modes() -> None:
+    """Make `df.write.format("kafka")` accept Append and ErrorIfExists and reject Overwrite and Ignore, as Spark does.
+
+    Spark hands a Python data source only an `overwrite` flag and itself refuses ErrorIfExists (the default!)
+    and Ignore with UNSUPPORTED_DATA_SOURCE_SAVE_MODE before any Python code runs. So on the driver the Kafka
+    write's mode is checked here: Overwrite and Ignore get the connector's AnalysisException, ErrorIfExists
+    (Kafka has no "exists") is written as Append.
+    """
+    global _modes_routed
+    if _modes_routed:
+        return
+    from pyspark.errors import AnalysisException
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    from . import OFFLINE_NAME
+
+    original_mode, original_format, original_save = DataFrameWriter.mode, DataFrameWriter.format, DataFrameWriter.save
+
+    def mode(self, saveMode):
+        if saveMode is not None and not isinstance(saveMode, str):
+            saveMode = str(saveMode)
+        result = original_mode(self, saveMode)  # Spark validates the name first
+        if saveMode is not None:
+            self._streamlab_mode = saveMode.strip().lower()
+        return result
+
+    def format(self, source):
+        result = original_format(self, source)
+        name = source.strip().lower() if isinstance(source, str) else ""
+        self._streamlab_kafka = name in ("kafka", OFFLINE_NAME)
+        return result
+
+    def save(self, path=None, format=None, mode=None, partitionBy=None, **options):
+        self.mode(mode).options(**options)
+        if partitionBy is not None:
+            self.partitionBy(partitionBy)
+        if format is not None:
+            self.format(format)
+        if getattr(self, "_streamlab_kafka", False):
+            chosen = getattr(self, "_streamlab_mode", "errorifexists")
+            if chosen in ("overwrite", "ignore"):
+                raise AnalysisException(message=SAVE_MODE_MESSAGE.format(mode=chosen.capitalize()))
+            original_mode(self, "append")
+        return original_save(self, path)
+
+    for new, old in ((mode, original_mode), (format, original_format), (save, original_save)):
+        new.__doc__ = old.__doc__
+    DataFrameWriter.mode, DataFrameWriter.format, DataFrameWriter.save = mode, format, save
+    _modes_routed = True
