@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
 LAB_PORT ?= 8888
 
-.PHONY: help setup lab test test-fast bench release broker-start broker-stop clean browser-deps
+.PHONY: help setup lab test test-fast bench release broker-start broker-stop clean browser-deps compose-deps
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -27,13 +27,18 @@ lab: setup ## set up, start the broker and open JupyterLab on the notebooks (127
 
 browser-deps: ## install Debian's Chromium for the browser test (needs root; CI does this)
 	@if ! command -v chromium >/dev/null; then \
-	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: could not install chromium"; \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null) || echo "warning: could not install chromium"; \
 	  else echo "note: chromium is not installed and this is not root: the browser test will skip (apt-get install chromium)"; fi; fi
 
-test: setup browser-deps ## set up and run every test
+compose-deps: ## install Debian's docker-compose, which the tests use to validate docker-compose.yml (needs root; CI does this)
+	@if ! command -v docker-compose >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose >/dev/null) || echo "warning: could not install docker-compose"; \
+	  else echo "note: docker-compose is not installed and this is not root: the compose tests will skip (apt-get install docker-compose)"; fi; fi
+
+test: setup browser-deps compose-deps ## set up and run every test
 	$(PY) -m pytest -q -p no:cacheprovider
 
-test-fast: setup ## unit tests only (no broker, no Spark)
+test-fast: setup compose-deps ## unit tests only (no broker, no Spark)
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
 
 bench: setup ## print the benchmark ratios (engine vs raw consumer, grading vs running)
