@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .course import RELEASE, SOURCE, GraderError
+from .course import RELEASE, ROOT, SOURCE, GraderError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,9 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     chk.add_argument("--results", type=Path, help="feedback folder (default feedback/check/<assignment>/)")
     grd = sub.add_parser("grade", help="autograde a cohort: SUBMISSIONS_DIR/<student>/<assignment>/<id>.ipynb")
     grd.add_argument("submissions", type=Path)
-    grd.add_argument("--out", type=Path, default=Path("grades"), help="output folder (default ./grades)")
+    grd.add_argument("--out", type=Path, default=ROOT / "feedback" / "cohort",
+                     help="output folder (default feedback/cohort/, git-ignored)")
     grd.add_argument("--workers", type=int, default=2, help="notebooks graded at once (default 2)")
     grd.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
+    sub.add_parser("samples", help="rewrite grader/sample-submissions/ from the current 00-setup release")
     args = parser.parse_args(argv)
     try:
         if args.command == "release":
@@ -37,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"checking {args.notebook} with the hidden tests (your file is not changed) …", flush=True)
             result = check(args.notebook, args.assignment, args.timeout, args.results, args.source.resolve())
             print(table(result))
+        elif args.command == "samples":
+            from .cohort import make_samples
+
+            for path in make_samples(source=args.source.resolve()):
+                print(f"wrote {path}")
         else:
             from .cohort import grade_cohort
 

@@ -150,14 +150,16 @@ def _cell_name(cell, index: int) -> str:
     return f"cell {index + 1} (`{first[:40]}`)" if first else f"cell {index + 1}"
 
 
+_TIMEOUT_ERRORS = ("CellTimeoutError", "KeyboardInterrupt")  # nbclient interrupts the kernel at the time limit
+
+
 def _error_line(cell, index: int, timeout: int | None) -> str | None:
     """One line for an error raised by a non-test cell (the learner's answer or a setup cell)."""
-    for out in cell.get("outputs", []):
-        if out.output_type != "error":
-            continue
-        if out.ename == "CellTimeoutError":
-            limit = f" after {timeout} s" if timeout else ""
-            return f"{_cell_name(cell, index)} did not finish{limit} (an endless loop?) and was interrupted"
+    errors = [out for out in cell.get("outputs", []) if out.output_type == "error"]
+    if any(out.ename in _TIMEOUT_ERRORS for out in errors):
+        limit = f" within {timeout} s" if timeout else ""
+        return f"{_cell_name(cell, index)} did not finish{limit} (an endless loop?) and was interrupted"
+    for out in errors:
         value = (out.evalue or "").strip().splitlines()
         return f"{_cell_name(cell, index)} raised {out.ename}" + (f": {value[0][:200]}" if value else "")
     return None
@@ -176,7 +178,7 @@ def _fail_line(cell, timeout: int | None) -> str:
             if value.startswith("❌"):
                 return value.splitlines()[0]
             if first_error is None:
-                if out.ename == "CellTimeoutError":
+                if out.ename in _TIMEOUT_ERRORS:
                     first_error = f"the test did not finish{f' within {timeout} s' if timeout else ''}"
                 else:
                     first_error = f"{out.ename}: {value.splitlines()[0][:200]}" if value else out.ename
@@ -281,7 +283,7 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(extra, dest)
         _ensure_broker()
-        with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1"):
+        with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1"), stderr_to(root / "kernel.log"):
             outcome = api.autograde(aid, student, force=True, create=True)
         graded_path = root / "autograded" / student / aid / f"{aid}.ipynb"
         if not outcome.get("success") or not graded_path.exists():
@@ -307,6 +309,23 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
                 result.notes.append(f"no HTML feedback: {_last_error(made)}")
     result.seconds = time.monotonic() - started
     return result
+
+
+@contextmanager
+def stderr_to(path: Path):
+    """Send this process's stderr (fd 2, inherited by the kernel and its JVM) to a file inside the block."""
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 @contextmanager

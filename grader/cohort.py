@@ -1,0 +1,162 @@
+"""`python -m grader grade SUBMISSIONS_DIR`: autograde a cohort, two notebooks at a time, into CSV and HTML."""
+from __future__ import annotations
+
+import csv
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .course import SOURCE, GraderError, assignments
+from .grading import Result, _num, grade_notebook
+
+
+@dataclass
+class Task:
+    """One submission to grade: who, which assignment, which file, and where its feedback goes."""
+
+    student: str
+    assignment: str
+    path: Path | None
+    feedback_dir: Path
+    note: str = ""
+    error: str | None = None
+
+
+def find_submissions(submissions: Path, source: Path = SOURCE) -> list[Task]:
+    """Read SUBMISSIONS_DIR/<student>/<assignment>/<assignment>.ipynb into tasks (with notes on odd layouts)."""
+    if not submissions.is_dir():
+        raise GraderError(f"{submissions} is not a folder: expected SUBMISSIONS_DIR/<student>/<assignment>/<id>.ipynb")
+    known = assignments(source)
+    tasks: list[Task] = []
+    for student_dir in sorted(p for p in submissions.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for adir in sorted(p for p in student_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            student, aid = student_dir.name, adir.name
+            task = Task(student, aid, None, Path())
+            tasks.append(task)
+            if aid not in known:
+                task.error = (f"unknown assignment folder '{aid}'; expected one of: {', '.join(known)}")
+                continue
+            expected = adir / f"{aid}.ipynb"
+            if expected.is_file():
+                task.path = expected
+                continue
+            found = sorted(p for p in adir.glob("*.ipynb"))
+            if len(found) == 1:
+                task.path = found[0]
+                task.note = f"the file is named {found[0].name}, expected {aid}.ipynb; graded it as {aid}"
+            elif found:
+                task.error = (f"no {aid}.ipynb, and {len(found)} other notebooks "
+                              f"({', '.join(p.name for p in found)}): rename the one to grade to {aid}.ipynb")
+            else:
+                task.error = f"no notebook in {adir}: expected {aid}.ipynb"
+    return tasks
+
+
+def _grade_task(task: Task, timeout: int | None, source: Path) -> Result:
+    """Grade one task in this worker process (its own temp course); errors become a zero-score result."""
+    result = Result(task.student, task.assignment, str(task.path or ""))
+    if task.error is None:
+        try:
+            result = grade_notebook(task.path, task.assignment, task.student, source, timeout, task.feedback_dir)
+            if task.note:
+                result.notes.insert(0, task.note)
+            return result
+        except GraderError as exc:
+            task.error = str(exc)
+        except Exception as exc:  # a grader bug must not stop the cohort; report it on that row
+            task.error = f"internal grader error ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+    result.error = task.error
+    result.max_score = _max_score(task.assignment, source)
+    return result
+
+
+def _max_score(aid: str, source: Path) -> float:
+    """Points available in an assignment, read from its source notebook's grade cells."""
+    import nbformat
+
+    path = source / aid / f"{aid}.ipynb"
+    if not path.is_file():
+        return 0.0
+    nb = nbformat.read(path, as_version=4)
+    return float(sum(c.metadata.get("nbgrader", {}).get("points", 0) for c in nb.cells
+                     if c.metadata.get("nbgrader", {}).get("grade")))
+
+
+def grade_cohort(submissions: str | Path, out: str | Path, workers: int = 2, timeout: int | None = None,
+                 source: Path = SOURCE, quiet: bool = False) -> list[Result]:
+    """Autograde every submission, write OUT/grades.csv, OUT/messages.csv and OUT/feedback/<student>/<id>.html."""
+    submissions, out, source = Path(submissions).resolve(), Path(out).resolve(), Path(source).resolve()
+    tasks = find_submissions(submissions, source)
+    for task in tasks:
+        task.feedback_dir = out / "feedback" / task.student
+    if not quiet:
+        print(f"grading {len(tasks)} submission(s) from {submissions} with {workers} worker(s) …", flush=True)
+    from .grading import _ensure_broker
+
+    _ensure_broker()  # once, before the workers start, so they never race to start it
+    if workers <= 1 or len(tasks) <= 1:
+        results = [_grade_task(t, timeout, source) for t in tasks]
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            results = list(pool.map(_grade_task, tasks, [timeout] * len(tasks), [source] * len(tasks)))
+    write_outputs(results, out)
+    if not quiet:
+        for r in results:
+            state = f"error: {r.error}" if r.error else f"{_num(r.score)} / {_num(r.max_score)}"
+            print(f"{r.student:<16} {r.assignment:<24} {state}")
+        print(f"grades: {out / 'grades.csv'}\nmessages: {out / 'messages.csv'}\nfeedback: {out / 'feedback'}")
+    return results
+
+
+def write_outputs(results: list[Result], out: Path) -> None:
+    """grades.csv (student, assignment, score, max_score) and messages.csv (student, assignment, exercise, message)."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "grades.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["student", "assignment", "score", "max_score"])
+        for r in sorted(results, key=lambda r: (r.student, r.assignment)):
+            writer.writerow([r.student, r.assignment, _num(r.score), _num(r.max_score)])
+    with open(out / "messages.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["student", "assignment", "exercise", "message"])
+        for r in sorted(results, key=lambda r: (r.student, r.assignment)):
+            if r.error:
+                writer.writerow([r.student, r.assignment, "", r.error])
+            for note in r.notes:
+                writer.writerow([r.student, r.assignment, "", note])
+            for ex in r.exercises:
+                if ex.hint:
+                    writer.writerow([r.student, r.assignment, ex.grade_id, ex.hint])
+
+
+
+SAMPLES = Path(__file__).resolve().parent / "sample-submissions"
+SAMPLE_ANSWERS = {  # two fake students for 00-setup: one right, one wrong on both parts
+    "alice": {"ex1_cap": "cap = 750", "q1_answer": 'q1 = "b"'},
+    "bob": {"ex1_cap": "cap = 1000", "q1_answer": 'q1 = "c"'},
+}
+
+
+def make_samples(out: Path = SAMPLES, source: Path = SOURCE, assignment: str = "00-setup") -> list[Path]:
+    """Write out/<student>/<assignment>/<assignment>.ipynb: the released notebook with each fake student's answers."""
+    import nbformat
+
+    from .course import generate, temp_course
+
+    written = []
+    with temp_course("grader-samples-") as root:
+        generate(assignment, root, source=source)
+        released = root / "release" / assignment / f"{assignment}.ipynb"
+        for student, answers in SAMPLE_ANSWERS.items():
+            nb = nbformat.read(released, as_version=4)
+            for cell in nb.cells:
+                gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+                if gid in answers:
+                    cell.source = cell.source.replace("# YOUR CODE HERE\n...", answers[gid])
+            path = out / student / assignment / f"{assignment}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, path)
+            written.append(path)
+    return written
