@@ -19,6 +19,10 @@ def install(session) -> None:
         session.dataSource.register(KafkaDataSource)
         session._streamlab_kafka_registered = True
     _route_kafka_format()
+    # Spark refuses the default save mode (ErrorIfExists) for any Python data source; the sink restores Kafka's rules.
+    from .sink import route_save_modes
+
+    route_save_modes()
 
 
 def _route_kafka_format() -> None:
