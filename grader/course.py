@@ -73,6 +73,7 @@ def nbgrader_config(root: Path, source: Path = SOURCE, release: Path | None = No
     extra.CourseDirectory.release_directory = str(release or (root / "release"))
     extra.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
     extra.CourseDirectory.course_id = ""
+    extra.Exchange.root = str(root / "exchange")  # unused, but nbgrader's API wants a writable one
     if timeout is not None:
         extra.Execute.timeout = int(timeout)
     cfg.merge(extra)
@@ -86,6 +87,7 @@ def nbgrader_api(root: Path, **kwargs):
     from nbgrader.coursedir import CourseDirectory
 
     cfg = nbgrader_config(root, **kwargs)
+    (root / "exchange").mkdir(parents=True, exist_ok=True)
     coursedir = CourseDirectory(config=cfg)
     api = NbGraderAPI(coursedir=coursedir, config=cfg)
     api.log.setLevel(logging.WARNING)

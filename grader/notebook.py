@@ -12,10 +12,13 @@ from .course import RELEASE, ROOT
 
 def _find(target: str | os.PathLike | None) -> Path:
     if target is None:
-        session = os.environ.get("JPY_SESSION_NAME")
-        if not session:
-            raise ValueError("cannot tell which notebook is running: call check('<assignment-id>') instead")
-        return Path(session)
+        session = os.environ.get("JPY_SESSION_NAME")  # set by jupyter_server: the notebook's path
+        if session and Path(session).suffix == ".ipynb" and Path(session).is_file():
+            return Path(session)
+        here = Path.cwd() / f"{Path.cwd().name}.ipynb"  # kernels run in the notebook's folder, notebooks/<id>/
+        if here.is_file():
+            return here
+        raise ValueError("cannot tell which notebook is running: call grader.check('<assignment-id>') instead")
     path = Path(target)
     if path.suffix == ".ipynb" or path.exists():
         return path
