@@ -43,12 +43,12 @@ def cleanup(session=None) -> str:
     queries = list(session.streams.active) if session is not None else []
     for query in queries:
         query.stop()
-    producers = stop_all()
+    stop_all()
     gone = list(_made_topics)
     if gone:
         _topics.delete_topic(*gone)
     _made_topics.clear()
-    return f"stopped {len(queries)} queries and {producers} producers, deleted {len(gone)} topics"
+    return f"stopped {len(queries)} queries and every background producer, deleted {len(gone)} topics"
 
 
 @atexit.register

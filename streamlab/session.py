@@ -60,9 +60,12 @@ def spark():
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.ui.enabled", os.environ.get("STREAMLAB_SPARK_UI", "false"))
         .config("spark.ui.host", "127.0.0.1")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log_conf}")
+        # -Xss: stopping a query whose foreachBatch is running overflows the default 1 MB stack of Spark 4.3's
+        # stream execution thread in java.util.regex, printing a 1024-frame trace at every stop.
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log_conf} -Xss16m")
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
         .config("spark.python.worker.reuse", "true")
+        .config("spark.ui.showConsoleProgress", "false")
     )
     if os.environ.get("STREAMLAB_ENGINE") == "connector":
         builder = builder.config("spark.jars.packages", CONNECTOR_PACKAGE)

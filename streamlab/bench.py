@@ -1,0 +1,94 @@
+"""`make bench`: ratios measured side by side in one run (never a timed test: these machines are shared)."""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+RECORDS = 200_000
+BATCH = 2_000
+
+
+def _raw_consumer_seconds(topic: str, bootstrap: str, expected: int) -> float:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             max_partition_fetch_bytes=8 << 20, fetch_max_bytes=64 << 20)
+    parts = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
+    consumer.assign(parts)
+    consumer.seek_to_beginning()
+    start, seen = time.perf_counter(), 0
+    while seen < expected:
+        for records in consumer.poll(timeout_ms=1000, max_records=50_000).values():
+            seen += len(records)
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    return elapsed
+
+
+def _engine_seconds(spark, topic: str, bootstrap: str, expected: int) -> float:
+    start = time.perf_counter()
+    rows = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic).load().selectExpr("sum(length(value))").first())
+    elapsed = time.perf_counter() - start
+    assert rows is not None
+    return elapsed
+
+
+def _batch_ms(query) -> list[float]:
+    return [p["durationMs"]["triggerExecution"] for p in query.recentProgress if p["numInputRows"]]
+
+
+def _per_batch_overhead(spark, topic: str, bootstrap: str) -> tuple[float, float]:
+    kafka = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", topic).option("startingOffsets", "earliest")
+             .option("maxOffsetsPerTrigger", BATCH).load())
+    q = kafka.writeStream.format("noop").trigger(availableNow=True).start()
+    q.awaitTermination()
+    kafka_ms = statistics.median(_batch_ms(q)[1:21] or _batch_ms(q))
+    rate = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", BATCH).load()
+    q = rate.writeStream.format("noop").trigger(processingTime="0 seconds").start()
+    while len(_batch_ms(q)) < 21:
+        time.sleep(0.2)
+    q.stop()
+    rate_ms = statistics.median(_batch_ms(q)[1:21])
+    return kafka_ms, rate_ms
+
+
+def main() -> int:
+    """Measure and print the benchmark ratios."""
+    import streamlab
+    from streamlab import topics
+    from streamlab.producer import produce
+
+    spark, bootstrap = streamlab.setup()
+    topic = topics.create_topic(topics.unique_name("bench"), 2)
+    try:
+        produce(topic, RECORDS)
+        spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option(
+            "subscribe", topic).load().count()  # warm the Python workers before timing
+        raw = _raw_consumer_seconds(topic, bootstrap, RECORDS)
+        eng = _engine_seconds(spark, topic, bootstrap, RECORDS)
+        print(f"read {RECORDS:,} records: kafka-python consumer {RECORDS / raw:,.0f} rec/s, "
+              f"offline engine {RECORDS / eng:,.0f} rec/s")
+        print(f"  engine / raw consumer read rate: {raw / eng:.2f}  (target >= 0.70)")
+        kafka_ms, rate_ms = _per_batch_overhead(spark, topic, bootstrap)
+        print(f"median batch of {BATCH:,} rows: kafka source {kafka_ms:.0f} ms, built-in rate source {rate_ms:.0f} ms")
+        print(f"  kafka batch / rate batch time: {kafka_ms / rate_ms:.2f}")
+    finally:
+        topics.delete_topic(topic)
+    try:
+        from grader import timing
+    except ImportError:
+        print("grading: grader.timing is not available")
+    else:
+        plain, graded = timing("notebooks/00-setup/00-setup.ipynb")
+        print(f"00-setup: run {plain:.1f} s, check with hidden tests {graded:.1f} s")
+        print(f"  check / run time: {graded / plain:.2f}")
+    streamlab.cleanup(spark)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
