@@ -29,6 +29,8 @@ from itertools import repeat
 
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from .options import IllegalArgumentException
+
 TOPIC, KEY, VALUE, HEADERS, PARTITION, TIMESTAMP = "topic", "key", "value", "headers", "partition", "timestamp"
 HEADERS_TYPE = "array<struct<key:string,value:binary>>"
 
@@ -93,7 +95,8 @@ def _int(name):
         try:
             return int(str(raw).strip())
         except ValueError:
-            raise ValueError(f"Invalid value {raw} for configuration {name}: Not a number of type INT") from None
+            raise IllegalArgumentException(
+                f"Invalid value {raw} for configuration {name}: Not a number of type INT") from None
     return convert
 
 
@@ -101,7 +104,8 @@ def _bool(name):
     def convert(raw):
         text = str(raw).strip().lower()
         if text not in ("true", "false"):
-            raise ValueError(f"Invalid value {raw} for configuration {name}: Expected value to be either true or false")
+            raise IllegalArgumentException(
+                f"Invalid value {raw} for configuration {name}: Expected value to be either true or false")
         return text == "true"
     return convert
 
@@ -112,7 +116,8 @@ def _acks(raw):
         return "all"
     if text in ("-1", "0", "1"):
         return int(text)
-    raise ValueError(f'Invalid value {raw} for configuration acks: String must be one of: all, -1, 0, 1')
+    raise IllegalArgumentException(
+        f"Invalid value {raw} for configuration acks: String must be one of: all, -1, 0, 1")
 
 
 def _compression(raw):
@@ -172,14 +177,15 @@ def producer_config(options) -> dict:
     params = kafka_params(options)
     # KafkaSourceProvider.kafkaParamsForProducer: the sink always sends bytes.
     if "key.serializer" in params:
-        raise ValueError("Kafka option 'key.serializer' is not supported as keys are serialized with "
-                         "ByteArraySerializer.")
+        raise IllegalArgumentException(
+            "Kafka option 'key.serializer' is not supported as keys are serialized with ByteArraySerializer.")
     if "value.serializer" in params:
-        raise ValueError("Kafka option 'value.serializer' is not supported as value are serialized with "
-                         "ByteArraySerializer.")
+        raise IllegalArgumentException(
+            "Kafka option 'value.serializer' is not supported as value are serialized with ByteArraySerializer.")
     if not params.get("bootstrap.servers", "").strip():
         # The connector leaves this check to the Java producer, whose ConfigException reads like this.
-        raise ValueError('Missing required configuration "bootstrap.servers" which has no default value.')
+        raise IllegalArgumentException(
+            'Missing required configuration "bootstrap.servers" which has no default value.')
     config = {}
     for name, raw in params.items():
         if name in PRODUCER_OPTIONS:
@@ -192,9 +198,9 @@ def producer_config(options) -> dict:
         elif name in ("ssl.truststore.location", "ssl.keystore.location"):
             kind = str(params.get(name.replace("location", "type"), "JKS")).upper()
             if kind != "PEM":
-                raise ValueError(f"Kafka option '{name}' points to a {kind} store, which the offline engine "
-                                 f"(kafka-python) cannot read: convert it to PEM and set "
-                                 f"kafka.{name.replace('location', 'type')}=PEM.")
+                raise IllegalArgumentException(
+                    f"Kafka option '{name}' points to a {kind} store, which the offline engine (kafka-python) "
+                    f"cannot read: convert it to PEM and set kafka.{name.replace('location', 'type')}=PEM.")
             config["ssl_cafile" if "truststore" in name else "ssl_certfile"] = str(raw)
         elif name in ("ssl.truststore.type", "ssl.keystore.type"):
             pass  # read together with the matching location
