@@ -113,3 +113,16 @@ def test_a_restarted_copy_reads_the_same(tmp_path):
     (copy / "commits" / "3").write_text('v1\n{"nextBatchWatermarkMs":0}')  # the re-run batch 3 finished
     assert checkpoint.pending_batch(copy) is None
     assert checkpoint.committed_offsets(copy).sources == [{"offset": 40, "timestamp": 4000}, 7]
+
+
+KAFKA = FIXTURES / "kafka"
+
+
+def test_a_real_kafka_checkpoint_of_the_offline_engine():
+    assert checkpoint.batches(KAFKA) == [0, 1]
+    assert checkpoint.offsets(KAFKA, 0).kafka() == {"fixture-orders": {0: 50, 1: 50}}
+    assert checkpoint.committed_offsets(KAFKA).kafka() == {"fixture-orders": {0: 100, 1: 100}}
+    assert checkpoint.pending_batch(KAFKA) is None
+    # Spark offers Python data sources no sources/<i>/0: the offline engine keeps no initial offsets there.
+    assert checkpoint.initial_offsets(KAFKA) is None
+    assert "a restart plans batch 2 from the end of batch 1" in checkpoint.describe(KAFKA)

@@ -125,3 +125,10 @@ def test_monitor_thread_polls_and_stops_cleanly():
     assert len(monitor.history) >= 3
     assert not any(t.name == "LagMonitor" for t in threading.enumerate())
     assert monitor.stop() is monitor.history  # a second stop is harmless
+
+
+def test_real_progress_of_a_capped_kafka_query():
+    progress = json.loads((FIXTURES / "progress-kafka.json").read_text())
+    assert lag_from_progress(progress) == {"fixture-orders": {0: 50, 1: 50}}
+    assert total_lag(progress) == 100
+    assert classify([progress]) == "stable"  # one report, processed faster than it arrived
