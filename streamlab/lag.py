@@ -14,6 +14,7 @@ query's checkpoint (`offsets/N`, `commits/N`) and in its progress reports. So la
 from __future__ import annotations
 
 import json
+from collections import deque
 import threading
 import time
 
@@ -170,6 +171,7 @@ class LagMonitor:
         self._last_batch = None
         self._last_lag = None
         self._streak = 0
+        self._batches: deque = deque(maxlen=100)  # the progress reports of the last batches seen
 
     def start(self) -> "LagMonitor":
         """Start polling (a no-op when already running); returns self."""
@@ -197,13 +199,8 @@ class LagMonitor:
 
     @property
     def status(self) -> str:
-        """classify() over the batches seen so far (the last ten)."""
-        seen, last = [], None
-        for point in self.history:
-            if point["batchId"] is not None and point["batchId"] != last:
-                seen.append(point["progress"])
-                last = point["batchId"]
-        return classify(seen[-10:])
+        """classify() over the last ten batches seen."""
+        return classify(list(self._batches)[-10:])
 
     def poll(self) -> dict | None:
         """Take one sample now (the thread calls this every `interval` seconds)."""
@@ -214,9 +211,10 @@ class LagMonitor:
         point = {"time": round(time.monotonic() - self._started, 3), "batchId": progress.get("batchId"),
                  "lag": total_lag(per_partition), "partitions": per_partition,
                  "inputRowsPerSecond": progress.get("inputRowsPerSecond"),
-                 "processedRowsPerSecond": progress.get("processedRowsPerSecond"), "progress": progress}
+                 "processedRowsPerSecond": progress.get("processedRowsPerSecond")}
         self.history.append(point)
         if point["batchId"] != self._last_batch:
+            self._batches.append(progress)
             self._track(point["lag"])
             self._last_batch = point["batchId"]
         return point

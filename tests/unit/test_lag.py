@@ -110,6 +110,7 @@ def test_monitor_warns_once_after_n_growing_batches():
         query.advance()
     assert [p["lag"] for p in monitor.history][::2] == [10, 50, 50, 200, 400, 900, 950, 100]
     assert len(warned) == 1 and "900 records" in warned[0]
+    assert monitor.status == "falling behind"
     assert monitor.history[0]["partitions"] == {"t": {0: 10}}
 
 
