@@ -18,7 +18,9 @@ from .broker import ensure_broker
 ACTIONS = ("view", "click", "add_to_cart", "purchase", "refund")
 USERS = 50
 PROGRESS_FROM = 10_000  # produce() shows a progress bar from this many records
-DEFAULT_OPTIONS = {"linger_ms": 5, "batch_size": 65_536}  # batch at high rates, add at most 5 ms at low ones
+# Batch at high rates while adding at most 5 ms at low ones; give up on a send after 10 s rather than blocking
+# a minute when a topic is being deleted or recreated in a demo.
+DEFAULT_OPTIONS = {"linger_ms": 5, "batch_size": 65_536, "max_block_ms": 10_000}
 
 
 def default_key(i: int) -> str:
@@ -109,15 +111,16 @@ def produce(topic: str, n: int, *, key_fn: Callable | None = None, value_fn: Cal
 
         bar = tqdm(total=n, desc=f"→ {topic}", unit="rec", unit_scale=True)
     try:
-        futures = []
+        inflight: list = []
         for i in range(start, start + n):
-            futures.append(records.send(producer, i))
-            if bar is not None and (i - start + 1) % 1000 == 0:
-                bar.update(1000)
+            inflight.append(records.send(producer, i))
+            if (i - start + 1) % 1000 == 0:
+                if bar is not None:
+                    bar.update(1000)
+                if len(inflight) >= 20_000:  # keep memory flat for millions of records
+                    inflight = _pending(inflight, topic)
         producer.flush()
-        failed = [f.exception for f in futures if f.failed()]
-        if failed:  # never report records that did not arrive as sent
-            raise RuntimeError(f"{len(failed)} of {n} records were not delivered to {topic}: {failed[0]!r}")
+        _pending(inflight, topic)
         if bar is not None:
             bar.update(n - bar.n)
         return n
@@ -125,6 +128,14 @@ def produce(topic: str, n: int, *, key_fn: Callable | None = None, value_fn: Cal
         if bar is not None:
             bar.close()
         producer.close(timeout=10)
+
+
+def _pending(futures: list, topic: str) -> list:
+    # Never report records that did not arrive as sent.
+    for future in futures:
+        if future.is_done and future.failed():
+            raise RuntimeError(f"A record was not delivered to {topic}: {future.exception!r}") from future.exception
+    return [f for f in futures if not f.is_done]
 
 
 _running: "weakref.WeakSet[BackgroundProducer]" = weakref.WeakSet()
@@ -139,6 +150,9 @@ def stop_all() -> None:
 
 class BackgroundProducer:
     """Sends records to a topic from a background thread at a steady, adjustable rate (records/second).
+
+    `sent` counts the records handed to the producer; `errors` / `last_error` the sends that failed (the thread
+    keeps going, pausing half a second after a failure).
 
     >>> with BackgroundProducer("orders", rate=500) as p:   # doctest: +SKIP
     ...     p.set_rate(5000); p.burst(20_000); p.set_rate(0)  # faster, a spike, pause
@@ -253,6 +267,17 @@ class BackgroundProducer:
             self.sent += 1
         self._settle()
 
+    def _safely(self, count: int) -> bool:
+        # A failed send (topic deleted, broker restarting) must not kill the thread: count it, pause, go on.
+        try:
+            self._send(count)
+            return True
+        except Exception as exc:
+            self.errors += 1
+            self.last_error = exc
+            self._stopping.wait(0.5)
+            return False
+
     def _run(self) -> None:
         rate = self._rate
         origin, base = time.monotonic(), self.sent  # pacing: by time t, base + rate * (t - origin) records
@@ -261,7 +286,7 @@ class BackgroundProducer:
                 burst = min(self._burst, 2000)  # in slices, so stop() and set_rate() stay responsive
                 self._burst -= burst
             if burst:
-                self._send(burst)
+                self._safely(burst)
                 origin, base = time.monotonic(), self.sent  # the burst does not count against the rate
                 continue
             if self._rate != rate:
@@ -277,7 +302,8 @@ class BackgroundProducer:
             if due > rate:  # more than a second behind (the machine stalled): resume, do not flood
                 origin, base, due = time.monotonic(), self.sent, 1
             if due > 0:
-                self._send(min(due, max(1, int(rate / 50))))
+                if not self._safely(min(due, max(1, int(rate / 50)))):
+                    origin, base = time.monotonic(), self.sent  # after a failure, resume without a flood
                 continue
             wait = (self.sent - base + 1) / rate - elapsed
             if self._wake.wait(min(max(wait, 0.0), 0.1)):

@@ -156,3 +156,13 @@ def test_bad_arguments(bootstrap):
         BackgroundProducer("t", partitions=[], bootstrap=bootstrap)
     with pytest.raises(ValueError):
         produce("t", -5, bootstrap=bootstrap)
+
+
+def test_failed_sends_are_counted_and_the_thread_survives(bootstrap, topic):
+    name = topic(partitions=1)
+    producer = BackgroundProducer(name, rate=50, partitions=[3], bootstrap=bootstrap).start()  # no partition 3
+    time.sleep(1.2)
+    assert producer.running and producer.errors >= 2 and producer.sent == 0
+    assert "Unrecognized partition 3" in str(producer.last_error)
+    producer.stop()
+    assert no_producer_threads()
