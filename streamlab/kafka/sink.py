@@ -9,9 +9,9 @@ KafkaSourceProvider.scala), with the same message texts:
 - each task sends its rows asynchronously, stops at the first failed send, flushes before it reports success and
   fails if any record failed: a task never succeeds with records missing (at-least-once, like Spark);
 - nothing happens at job commit or abort: records a failed job already sent stay in the topic, and Spark never
-  calls the producer's transaction API, so `kafka.transactional.id` only makes every send fail
-  ("Cannot perform a 'send' before completing a call to init_transactions ...", kafka-python's wording of the
-  Java producer's IllegalStateException).
+  calls the producer's transaction API, so `kafka.transactional.id` only makes the first send fail, with the
+  Java producer's IllegalStateException text ("Cannot perform a 'send' before completing a call to
+  initTransactions when transactions are enabled."; kafka-python raises the same error as `init_transactions`).
 
 Differences that come from kafka-python rather than from us: a row whose key and value are both null is refused
 ("Need at least one: key or value"; the Java producer would write it), header values must not be null, a
@@ -29,7 +29,7 @@ from itertools import repeat
 
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from .options import IllegalArgumentException
+from .options import IllegalArgumentException, IllegalStateException
 
 TOPIC, KEY, VALUE, HEADERS, PARTITION, TIMESTAMP = "topic", "key", "value", "headers", "partition", "timestamp"
 HEADERS_TYPE = "array<struct<key:string,value:binary>>"
@@ -38,6 +38,9 @@ HEADERS_TYPE = "array<struct<key:string,value:binary>>"
 SAVE_MODE_MESSAGE = ("Save mode {mode} not allowed for Kafka. "
                      "Allowed save modes are Append and ErrorIfExists (default).")
 NULL_TOPIC_MESSAGE = "null topic present in the data. Use the topic option for setting a default topic."
+# The Java producer's IllegalStateException when transactional.id is set and initTransactions was never called.
+NO_INIT_TRANSACTIONS_MESSAGE = ("Cannot perform a 'send' before completing a call to initTransactions when "
+                                "transactions are enabled.")
 
 
 class KafkaWriteError(RuntimeError):
@@ -327,8 +330,11 @@ def write_batches(plan: WritePlan, config: dict, batches) -> KafkaCommitMessage:
         producer.flush()
         if _unacknowledged(outstanding):
             raise KafkaWriteError("Some records were still unacknowledged after flush()")
-    except BaseException:
+    except BaseException as exc:
         _discard(config, producer)  # its state is unknown; the next task gets a fresh one
+        if "before completing a call to init_transactions" in str(exc):
+            # kafka-python says init_transactions; show the connector user's exact words.
+            raise IllegalStateException(NO_INIT_TRANSACTIONS_MESSAGE) from exc
         raise
     if config.get("transactional_id"):
         producer.close(timeout=5)

@@ -154,7 +154,8 @@ def test_transactional_id_does_not_make_the_sink_transactional(spark, bootstrap,
         write(spark.sql("SELECT 'x' AS value FROM range(3)"), bootstrap, topic=name,
               **{"kafka.transactional.id": "my-app-tx"}).save()
     # Spark never calls initTransactions, so the producer refuses every send and the task fails.
-    assert "Cannot perform a 'send' before completing a call to init_transactions" in str(caught.value)
+    assert ("IllegalStateException: Cannot perform a 'send' before completing a call to initTransactions when "
+            "transactions are enabled.") in str(caught.value)
     assert read_back(name, bootstrap) == []
 
 
