@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -10,6 +11,9 @@ from .course import RELEASE, ROOT, SOURCE, GraderError
 
 def main(argv: list[str] | None = None) -> int:
     """Run the grader command line; returns the exit code."""
+    from .course import fast_imports
+
+    fast_imports()
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     parser.add_argument("--source", type=Path, default=SOURCE, help="nbgrader source folder (default solutions/)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -51,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     except GraderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug in the grader: one line, the traceback only on request
+        if os.environ.get("GRADER_DEBUG"):
+            raise
+        print(f"error: internal grader error ({type(exc).__name__}: {exc}); rerun with GRADER_DEBUG=1 "
+              "for the traceback", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130

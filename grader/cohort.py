@@ -7,7 +7,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .course import SOURCE, GraderError, assignments
+from .course import SOURCE, GraderError, assignments, fast_imports
 from .grading import Result, _num, grade_notebook
 
 
@@ -99,7 +99,7 @@ def grade_cohort(submissions: str | Path, out: str | Path, workers: int = 2, tim
         results = [_grade_task(t, timeout, source) for t in tasks]
     else:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=fast_imports) as pool:
             results = list(pool.map(_grade_task, tasks, [timeout] * len(tasks), [source] * len(tasks)))
     write_outputs(results, out)
     if not quiet:

@@ -19,6 +19,12 @@ CONFIG_FILE = ROOT / "nbgrader_config.py"
 ASSIGNMENT_ID = re.compile(r"^\d\d-[a-z0-9-]+$")
 
 
+def fast_imports() -> None:
+    """Skip jsonschema's IRI grammar (seconds to build at import; nbformat's schema never uses it) in this process."""
+    if "jsonschema" not in sys.modules:
+        sys.modules.setdefault("rfc3987_syntax", None)
+
+
 def _prepare_nbgrader() -> None:
     """nbgrader shells out to `alembic heads` for each new gradebook (seconds): ask alembic in-process, once."""
     bindir = str(Path(sys.executable).parent)
@@ -76,6 +82,12 @@ def nbgrader_config(root: Path, source: Path = SOURCE, release: Path | None = No
     extra.Exchange.root = str(root / "exchange")  # unused, but nbgrader's API wants a writable one
     if timeout is not None:
         extra.Execute.timeout = int(timeout)
+    from nbgrader.converters import Autograde
+
+    from .execute import TrackingExecute
+
+    default = Autograde.class_traits()["autograde_preprocessors"].default()
+    extra.Autograde.autograde_preprocessors = [TrackingExecute if p.__name__ == "Execute" else p for p in default]
     cfg.merge(extra)
     return cfg
 

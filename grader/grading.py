@@ -46,8 +46,6 @@ class Result:
 
 def read_submission(path: Path, assignment_id: str | None = None, source: Path = SOURCE):
     """Validate a learner's file: (assignment id, parsed notebook), or GraderError naming the problem."""
-    import nbformat
-
     known = assignments(source)
     expected = ", ".join(f"{a}.ipynb" for a in known) or f"none yet: {source} is empty"
     if not path.exists():
@@ -70,6 +68,8 @@ def read_submission(path: Path, assignment_id: str | None = None, source: Path =
                           f"{exc.msg}); restore it from .ipynb_checkpoints/ or re-download it") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise GraderError(f"{path.name} is JSON but not a Jupyter notebook (no list of cells)")
+    import nbformat
+
     try:
         nb = nbformat.reads(raw.decode("utf-8"), as_version=4)
         nbformat.validate(nb)
@@ -287,7 +287,15 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
             outcome = api.autograde(aid, student, force=True, create=True)
         graded_path = root / "autograded" / student / aid / f"{aid}.ipynb"
         if not outcome.get("success") or not graded_path.exists():
-            raise GraderError(f"{path.name} could not be run to the end: {_last_error(outcome)}")
+            why = _last_error(outcome)
+            if "DeadKernelError" in why or "Kernel died" in why:
+                from .execute import TrackingExecute
+
+                where = TrackingExecute.current
+                cell = f"{_cell_name(where[1], where[0])} " if where else "a cell "
+                raise GraderError(f"{path.name}: the kernel died while running {cell}(os._exit, a crash or out of "
+                                  "memory?); nothing after it could be graded")
+            raise GraderError(f"{path.name} could not be run to the end: {why}")
         with Gradebook(api.coursedir.db_url) as gb:
             sub = gb.find_submission_notebook(aid, aid, student)
             grades = {g.name: (float(g.auto_score or 0), float(g.max_score)) for g in sub.grades}

@@ -67,6 +67,7 @@ def timing(notebook: str | os.PathLike, timeout: int | None = None,
     with tempfile.TemporaryDirectory(prefix="grader-timing-") as tmp:
         started = time.monotonic()
         NotebookClient(nb, timeout=timeout or 600, allow_errors=True, kernel_name="python3",
+                       extra_arguments=["--IPKernelApp.log_level=ERROR"],
                        resources={"metadata": {"path": tmp}}).execute()
         plain = time.monotonic() - started
     started = time.monotonic()

@@ -1,6 +1,6 @@
 """The grader on a small purpose-built assignment (tests/fixtures/solutions/fx-basics): scores, messages, CSV.
 
-One cohort run grades eleven prepared submissions (two at a time); a few more tests drive `check` directly.
+One cohort run grades twelve prepared submissions (two at a time); a few more tests drive `check` directly.
 """
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def _write(folder: Path, student: str, nb=None, raw: bytes | None = None, name: 
 
 @pytest.fixture(scope="module")
 def cohort(released, tmp_path_factory, bootstrap):
-    """Grade eleven prepared submissions once: (results by student, output folder)."""
+    """Grade twelve prepared submissions once: (results by student, output folder)."""
     subs = tmp_path_factory.mktemp("submissions")
     shutil.copyfile(SOLUTION, _write(subs, "solution", raw=b""))
     shutil.copyfile(released, _write(subs, "untouched", raw=b""))
@@ -96,6 +96,7 @@ def cohort(released, tmp_path_factory, bootstrap):
     _write(subs, "edited", nb)
     _write(subs, "malformed", raw=released.read_bytes()[:700])
     _write(subs, "wrongname", _answered(released), name=f"{AID} (1).ipynb")
+    _write(subs, "crash", _answered(released, ex1_answer="import os\nos._exit(1)"))
     out = tmp_path_factory.mktemp("grades")
     results = grade_cohort(subs, out, workers=2, timeout=TIMEOUT, source=FIXTURES, quiet=True)
     return {r.student: r for r in results}, out
@@ -165,6 +166,9 @@ def test_malformed_and_misnamed_submissions(cohort):
     bad = results["malformed"]
     assert bad.error and "is not valid notebook JSON" in bad.error and "\n" not in bad.error, bad.error
     assert (bad.score, bad.max_score) == (0, 6)
+    crash = results["crash"]
+    assert crash.error == (f"{AID}.ipynb: the kernel died while running cell ex1_answer (os._exit, a crash or "
+                           "out of memory?); nothing after it could be graded"), crash.error
     misnamed = results["wrongname"]
     assert misnamed.score == 6, "a misnamed notebook is still graded"
     assert any(f"expected {AID}.ipynb" in n for n in misnamed.notes), misnamed.notes
@@ -177,7 +181,7 @@ def test_grades_csv_and_feedback(cohort):
     assert list(rows[0]) == ["student", "assignment", "score", "max_score"]
     got = {row["student"]: (row["assignment"], row["score"], row["max_score"]) for row in rows}
     expected = {"solution": "6", "untouched": "0", "partial": "3", "syntax": "4", "exception": "4", "loop": "4",
-                "deleted": "5", "reordered": "5", "edited": "4", "malformed": "0", "wrongname": "6"}
+                "deleted": "5", "reordered": "5", "edited": "4", "malformed": "0", "wrongname": "6", "crash": "0"}
     assert got == {s: (AID, score, "6") for s, score in expected.items()}
     with open(out / "messages.csv", newline="", encoding="utf-8") as fh:
         messages = list(csv.reader(fh))
@@ -185,7 +189,7 @@ def test_grades_csv_and_feedback(cohort):
     bad = [m for m in messages if m[0] == "malformed"]
     assert len(bad) == 1 and bad[0][3].startswith(f"{AID}.ipynb is not valid notebook JSON"), bad
     assert ["syntax", AID, "ex1_total_lag"] in [m[:3] for m in messages], "a failing exercise's hint is listed"
-    for student in expected.keys() - {"malformed"}:
+    for student in expected.keys() - {"malformed", "crash"}:
         page = out / "feedback" / student / f"{AID}.html"
         assert page.is_file(), f"no feedback page for {student}"
         text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
