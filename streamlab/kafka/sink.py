@@ -407,34 +407,46 @@ def route_save_modes() -> None:
     Spark hands a Python data source only an `overwrite` flag and itself refuses ErrorIfExists (the default!)
     and Ignore with UNSUPPORTED_DATA_SOURCE_SAVE_MODE before any Python code runs. So on the driver the Kafka
     write's mode is checked here: Overwrite and Ignore get the connector's AnalysisException, ErrorIfExists
-    (Kafka has no "exists") is written as Append.
+    (Kafka has no "exists") is written as Append. The schema and options are checked here too, so their errors
+    are raised on the driver with the connector's exception types (AnalysisException, IllegalArgumentException)
+    and its one-line messages, instead of a Python worker's traceback wrapped in PYTHON_DATA_SOURCE_ERROR.
     """
     global _modes_routed
     if _modes_routed:
         return
     from pyspark.errors import AnalysisException
+    from pyspark.errors import IllegalArgumentException as PySparkIllegalArgumentException
     from pyspark.sql.readwriter import DataFrameWriter
+    from pyspark.sql.utils import to_str
 
     from . import OFFLINE_NAME
 
-    original_mode, original_format, original_save = DataFrameWriter.mode, DataFrameWriter.format, DataFrameWriter.save
+    originals = {name: getattr(DataFrameWriter, name) for name in ("mode", "format", "option", "options", "save")}
 
-    def mode(self, saveMode):
-        if saveMode is not None and not isinstance(saveMode, str):
-            saveMode = str(saveMode)
-        result = original_mode(self, saveMode)  # Spark validates the name first
+    def _mode(self, saveMode):
+        result = originals["mode"](self, saveMode)  # Spark validates the name first
         if saveMode is not None:
-            self._streamlab_mode = saveMode.strip().lower()
+            self._streamlab_mode = str(saveMode).strip().lower()
         return result
 
-    def format(self, source):
-        result = original_format(self, source)
+    def _format(self, source):
+        result = originals["format"](self, source)
         name = source.strip().lower() if isinstance(source, str) else ""
         self._streamlab_kafka = name in ("kafka", OFFLINE_NAME)
         return result
 
-    def save(self, path=None, format=None, mode=None, partitionBy=None, **options):
-        self.mode(mode).options(**options)
+    def _option(self, key, value):
+        result = originals["option"](self, key, value)
+        self.__dict__.setdefault("_streamlab_options", {})[key.lower()] = to_str(value)  # last one wins, as in Spark
+        return result
+
+    def _options(self, **opts):
+        result = originals["options"](self, **opts)
+        self.__dict__.setdefault("_streamlab_options", {}).update({k.lower(): to_str(v) for k, v in opts.items()})
+        return result
+
+    def _save(self, path=None, format=None, mode=None, partitionBy=None, **opts):
+        self.mode(mode).options(**opts)
         if partitionBy is not None:
             self.partitionBy(partitionBy)
         if format is not None:
@@ -443,10 +455,19 @@ def route_save_modes() -> None:
             chosen = getattr(self, "_streamlab_mode", "errorifexists")
             if chosen in ("overwrite", "ignore"):
                 raise AnalysisException(message=SAVE_MODE_MESSAGE.format(mode=chosen.capitalize()))
-            original_mode(self, "append")
-        return original_save(self, path)
+            given = {k: v for k, v in getattr(self, "_streamlab_options", {}).items() if v is not None}
+            try:
+                producer_config(given)
+                plan_write(self._df.schema, option(given, TOPIC))
+            except IllegalArgumentException as exc:
+                raise PySparkIllegalArgumentException(message=str(exc)) from None
+            except ValueError as exc:
+                raise AnalysisException(message=str(exc)) from None
+            originals["mode"](self, "append")
+        return originals["save"](self, path)
 
-    for new, old in ((mode, original_mode), (format, original_format), (save, original_save)):
-        new.__doc__ = old.__doc__
-    DataFrameWriter.mode, DataFrameWriter.format, DataFrameWriter.save = mode, format, save
+    for new in (_mode, _format, _option, _options, _save):
+        name = new.__name__.lstrip("_")
+        new.__doc__ = originals[name].__doc__
+        setattr(DataFrameWriter, name, new)
     _modes_routed = True

@@ -87,18 +87,22 @@ def test_topic_column_fans_out_and_the_option_overrides_it(spark, bootstrap, top
      f"headers attribute unsupported type array<string>. headers must be a(n) {HEADERS}"),
 ])
 def test_schema_problems_fail_before_anything_is_written(spark, bootstrap, topic, select, message):
+    from pyspark.errors import AnalysisException
+
     name = topic()
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(AnalysisException) as caught:  # raised on the driver, like the connector's
         write(spark.sql(f"SELECT {select} FROM range(3)"), bootstrap, topic=name).save()
-    assert message in str(caught.value)
+    assert str(caught.value) == message
     assert read_back(name, bootstrap) == []
 
 
 def test_no_topic_anywhere_and_a_null_topic(spark, bootstrap, topic):
-    with pytest.raises(Exception) as caught:
+    from pyspark.errors import AnalysisException
+
+    with pytest.raises(AnalysisException) as caught:
         write(spark.sql("SELECT 'x' AS value"), bootstrap).save()
-    assert ("topic option required when no 'topic' attribute is present. Use the topic option for setting a "
-            "topic.") in str(caught.value)
+    assert str(caught.value) == ("topic option required when no 'topic' attribute is present. Use the topic "
+                                 "option for setting a topic.")
     with pytest.raises(Exception) as caught:
         write(spark.sql("SELECT cast(NULL AS string) AS topic, 'x' AS value"), bootstrap).save()
     assert "null topic present in the data. Use the topic option for setting a default topic." in str(caught.value)
@@ -114,18 +118,23 @@ def test_no_topic_anywhere_and_a_null_topic(spark, bootstrap, topic):
      "Kafka option 'value.serializer' is not supported as value are serialized with ByteArraySerializer."),
 ])
 def test_serializer_options_are_rejected(spark, bootstrap, topic, option, message):
+    from pyspark.errors import IllegalArgumentException
+
     name = topic()
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(IllegalArgumentException) as caught:
         write(spark.sql("SELECT 'x' AS value"), bootstrap, topic=name,
               **{option: "org.apache.kafka.common.serialization.StringSerializer"}).save()
-    assert message in str(caught.value)
+    assert str(caught.value) == message
     assert read_back(name, bootstrap) == []
 
 
 def test_bootstrap_servers_are_required(spark, topic):
-    with pytest.raises(Exception) as caught:
+    from pyspark.errors import IllegalArgumentException
+
+    with pytest.raises(IllegalArgumentException) as caught:
         spark.sql("SELECT 'x' AS value").write.format("kafka").option("topic", topic()).save()
-    assert 'Missing required configuration "bootstrap.servers" which has no default value.' in str(caught.value)
+    assert str(caught.value) == 'Missing required configuration "bootstrap.servers" which has no default value.'
+
 
 
 def test_save_modes_append_and_errorifexists_only(spark, bootstrap, topic):
@@ -175,7 +184,7 @@ def test_producer_options_reach_kafka_python(spark, bootstrap, topic):
     assert len(records) == 2000 and {v for _, _, v, _, _ in records} == {b"x" * 100}
     with pytest.raises(Exception) as caught:
         write(df, bootstrap, topic=name, **{"kafka.linger.ms": "soon"}).save()
-    assert "Invalid value soon for configuration linger.ms: Not a number of type INT" in str(caught.value)
+    assert str(caught.value) == "Invalid value soon for configuration linger.ms: Not a number of type INT"
 
 
 def test_streaming_write_commits_every_batch(spark, bootstrap, topic, tmp_path):
@@ -206,3 +215,16 @@ def test_one_hundred_thousand_records_in_seconds(spark, bootstrap, topic):
 
     assert sum(last for _, last in describe_topic(name, bootstrap).values()) == 100_000
     assert elapsed < 20, f"100k records took {elapsed:.1f}s"
+
+
+def test_streaming_write_with_a_bad_schema_fails_the_query(spark, bootstrap, topic, tmp_path):
+    stream = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
+    with pytest.raises(Exception) as caught:
+        query = (stream.selectExpr("cast(value AS string) AS key").writeStream.format("kafka")
+                 .option("kafka.bootstrap.servers", bootstrap).option("topic", topic())
+                 .option("checkpointLocation", str(tmp_path / "cp")).start())
+        try:
+            query.awaitTermination(60)
+        finally:
+            query.stop()
+    assert "Required attribute 'value' not found" in str(caught.value)
