@@ -38,8 +38,9 @@ def main(argv: list[str] | None = None) -> int:
 
             release(args.out.resolve(), args.source.resolve())
         elif args.command == "check":
-            from .grading import check, table
+            from .grading import check, read_submission, table
 
+            read_submission(args.notebook, args.assignment, args.source.resolve())  # fail fast, one line
             print(f"checking {args.notebook} with the hidden tests (your file is not changed) …", flush=True)
             result = check(args.notebook, args.assignment, args.timeout, args.results, args.source.resolve())
             print(table(result))

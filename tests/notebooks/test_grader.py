@@ -254,3 +254,28 @@ def test_timing_reports_both_durations(released, bootstrap):
     plain, graded = grader.timing(released, timeout=TIMEOUT * 3, source=FIXTURES)
     print(f"fixture notebook: plain run {plain:.1f} s, grader check {graded:.1f} s")
     assert 0 < plain < graded, (plain, graded)
+
+
+def test_check_here_finds_the_running_notebook(tmp_path, monkeypatch, released):
+    from grader.notebook import _find
+
+    monkeypatch.setenv("JPY_SESSION_NAME", str(released))
+    assert _find(None) == released
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    folder = tmp_path / AID
+    folder.mkdir()
+    shutil.copyfile(released, folder / f"{AID}.ipynb")
+    monkeypatch.chdir(folder)  # kernels start in the notebook's folder
+    assert _find(None) == folder / f"{AID}.ipynb"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="call grader.check"):
+        _find(None)
+    assert _find("03-consumer-lag") == ROOT / "notebooks" / "03-consumer-lag" / "03-consumer-lag.ipynb"
+
+
+def test_check_is_skipped_while_grading(monkeypatch, capsys):
+    import grader
+
+    monkeypatch.setenv("STREAMLAB_GRADING", "1")
+    assert grader.check(SOLUTION, source=FIXTURES) is None
+    assert "skipped while the grader runs" in capsys.readouterr().out
