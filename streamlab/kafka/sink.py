@@ -13,6 +13,19 @@ KafkaSourceProvider.scala), with the same message texts:
   Java producer's IllegalStateException text ("Cannot perform a 'send' before completing a call to
   initTransactions when transactions are enabled."; kafka-python raises the same error as `init_transactions`).
 
+Save modes. Spark gives a Python data source only an `overwrite` flag, and its planner itself rejects
+ErrorIfExists (the default) and Ignore for every Python data source ("UNSUPPORTED_DATA_SOURCE_SAVE_MODE ... Please
+use either the "Append" or "Overwrite" mode instead", checked on PySpark 4.3) before any of our code runs. So
+`route_save_modes` (installed with the offline engine) checks the mode in `DataFrameWriter.save` on the driver:
+Append and ErrorIfExists write (as Append), Overwrite and Ignore raise AnalysisException("Save mode Overwrite not
+allowed for Kafka. Allowed save modes are Append and ErrorIfExists (default)."), the connector's
+_LEGACY_ERROR_TEMP_3081. The same hook checks the schema and options on the driver, so those errors are the
+connector's AnalysisException / IllegalArgumentException with one-line messages. A writer reached without the
+hook (another entry point) still refuses Overwrite, with the same text, from `KafkaBatchWriter`.
+
+The `timestamp` column (timestamp, or double seconds) follows the KafkaWriteTask.scala read for this module
+(SPARK-50160); it is not in the course's facts sheet, and older connectors ignore such a column.
+
 Differences that come from kafka-python rather than from us: a row whose key and value are both null is refused
 ("Need at least one: key or value"; the Java producer would write it), header values must not be null, a
 `partition` the topic does not have fails at once instead of after `max.block.ms`, and Java-only options
