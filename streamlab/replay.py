@@ -1,0 +1,279 @@
+"""Module 2's plumbing: read a checkpoint's files for a lesson, browse its batches, reset a consumer group, replay.
+
+The lesson's own code (the query, the JSON offsets, the restart) stays in the notebook; what is here only shows
+files, draws figures, or does the admin chores a reader would do with Kafka's CLI tools.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import re
+from contextlib import contextmanager
+from pathlib import Path
+
+from . import checkpoint as ck
+from .broker import ensure_broker
+
+# -- reading checkpoint files -------------------------------------------------------------------------------
+
+
+def cat(path, width: int = 110) -> None:
+    """Print a checkpoint file as it is on disk, each line cut to `width` characters (the conf line is long)."""
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    shown = text.replace("\x00", "\\x00")  # the connector's sources/0/0 starts with a NUL byte (SPARK-19517)
+    for line in shown.splitlines():
+        print(line if len(line) <= width else line[: width - 1] + "…")
+
+
+def files(path) -> list[str]:
+    """The checkpoint's files relative to its folder, Hadoop's `.crc` and temporary files left out."""
+    root = Path(path)
+    return sorted(str(f.relative_to(root)) for f in root.rglob("*")
+                  if f.is_file() and not any(part.startswith(".") for part in f.relative_to(root).parts))
+
+
+def batch_ranges(path, topic: str | None = None) -> list[dict]:
+    """One row per planned batch and partition: start, end (next offset to read), records, committed or not.
+
+    A batch starts where the previous one ended; batch 0 starts at `sources/0/0` when the engine wrote it
+    (Spark's connector does, the offline engine does not: then the start of batch 0 is unknown, shown as None).
+    """
+    done = set(ck.commits(path))
+    previous = ck.kafka_offsets(ck.initial_offsets(path)) if ck.initial_offsets(path) is not None else {}
+    rows = []
+    for batch_id in ck.batches(path):
+        ends = ck.offsets(path, batch_id).kafka()
+        for name in sorted(ends):
+            if topic is not None and name != topic:
+                continue
+            for partition, end in sorted(ends[name].items()):
+                start = previous.get(name, {}).get(partition)
+                rows.append({"batch": batch_id, "topic": name, "partition": partition, "start": start, "end": end,
+                             "records": None if start is None else end - start, "committed": batch_id in done})
+        previous = ends
+    return rows
+
+
+def short_error(error: BaseException) -> str:
+    """The line of a (streaming) query error that says what went wrong, without the JVM and Python stack traces."""
+    text = str(error)
+    # A user exception raised in foreachBatch travels back through py4j: its last 'XxxError: ...' line is the cause.
+    # A Python data source's error arrives the same way, with its module path (streamlab.kafka.options.Xxx).
+    causes = re.findall(r"^\s*([\w.]+(?:Error|Exception): .+)$", text, flags=re.M)
+    causes = [c.strip() for c in causes if not c.lstrip().startswith(("py4j", "Py4J"))]
+    if causes:
+        return re.sub(r"^(?:\w+\.)+(?=\w+(?:Error|Exception): )", "", causes[-1])
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"{type(error).__name__}: {first[:300]}"
+
+
+# The stream thread logs a failed query at ERROR with both stack traces before the error reaches Python.
+_QUERY_LOGGERS = ("org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
+                  "org.apache.spark.sql.execution.streaming.MicroBatchExecution")
+
+
+@contextmanager
+def quiet_query_errors(spark):
+    """Inside the block, a query that fails on purpose is not also logged by Spark (its error is still raised)."""
+    jvm = spark.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
+    before = {name: log4j.LogManager.getLogger(name).getLevel() for name in _QUERY_LOGGERS}
+    for name in _QUERY_LOGGERS:
+        log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
+    try:
+        yield
+    finally:
+        for name, level in before.items():
+            log4j.core.config.Configurator.setLevel(name, level)
+
+
+# -- consumer groups (what `kafka-consumer-groups.sh` does) ----------------------------------------------------
+
+
+def _admin():
+    from kafka import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=ensure_broker(), client_id="streamlab-replay", request_timeout_ms=10_000)
+
+
+def group_offsets(group: str) -> dict:
+    """{topic: {partition: committed offset}} that Kafka holds for `group` ({} when it committed nothing)."""
+    client = _admin()
+    try:
+        found = client.list_group_offsets({group: None}).get(group, {})
+    finally:
+        client.close()
+    out: dict = {}
+    for tp, meta in sorted(found.items()):
+        out.setdefault(tp.topic, {})[tp.partition] = meta.offset
+    return out
+
+
+def reset_group(group: str, topic: str, to: str = "earliest") -> dict:
+    """Commit `to` ("earliest" or "latest") as `group`'s offsets on every partition of `topic`, like
+    `kafka-consumer-groups --group G --topic T --reset-offsets --to-earliest --execute`; returns them."""
+    from kafka import TopicPartition
+    from kafka.admin import OffsetSpec
+
+    from .topics import describe_topic
+
+    spec = {"earliest": OffsetSpec.EARLIEST, "latest": OffsetSpec.LATEST}[to]
+    client = _admin()
+    try:
+        client.reset_group_offsets(group, {TopicPartition(topic, p): spec for p in describe_topic(topic)})
+    finally:
+        client.close()
+    return group_offsets(group)
+
+
+def delete_group(group: str) -> None:
+    """Delete a consumer group made for a demo (ignored when it does not exist)."""
+    client = _admin()
+    try:
+        client.delete_groups([group])
+    except Exception:
+        pass  # already gone, or never created
+    finally:
+        client.close()
+
+
+# -- widgets ----------------------------------------------------------------------------------------------------
+
+
+def _show(widget, static_html: str) -> None:
+    """Display `widget` live in a browser, with `static_html` as the fallback saved notebooks and nbconvert show."""
+    from IPython.display import display
+
+    bundle = widget._repr_mimebundle_()
+    bundle["text/html"] = static_html
+    display(bundle, raw=True)
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _table(rows: list[dict], columns: list[str]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in columns) + "</tr>"
+                   for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+class CheckpointBrowser:
+    """A slider picking a batch id; shows that batch's `offsets/N` and `commits/N` as read from disk now, and a
+    chart of every batch's offset range per partition (the chosen batch outlined, an uncommitted one hatched)."""
+
+    def __init__(self, path, batch: int | None = None):
+        import ipywidgets as W
+
+        self.path = Path(path)
+        planned = ck.batches(self.path)
+        if not planned:
+            raise ValueError(f"{self.path} has no offsets/N yet: run the query first")
+        pending = ck.pending_batch(self.path)
+        start = batch if batch is not None else (pending if pending is not None else planned[-1])
+        self.slider = W.IntSlider(value=start, min=planned[0], max=planned[-1], description="batch id",
+                                  continuous_update=False, layout=W.Layout(width="420px"))
+        self.files = W.HTML()
+        self.image = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        self.slider.observe(lambda change: self.refresh(), names="value")
+        self.box = W.VBox([self.slider, self.files, self.image])
+        self.refresh()
+
+    def describe_batch(self, batch_id: int) -> str:
+        """HTML: the source lines of offsets/<batch_id> and whether commits/<batch_id> exists, read from disk."""
+        planned = ck.batches(self.path)
+        if batch_id not in planned:
+            return f"<p>no <code>offsets/{batch_id}</code>: batch {batch_id} was never planned</p>"
+        sources = ck.offsets(self.path, batch_id).sources
+        lines = "<br>".join(html.escape(json.dumps(s, separators=(",", ":"))) for s in sources)
+        committed = batch_id in ck.commits(self.path)
+        commit = (f"<code>commits/{batch_id}</code> ✅ written: batch {batch_id} finished" if committed else
+                  f"<code>commits/{batch_id}</code> ❌ missing: a restart re-runs batch {batch_id} with these offsets")
+        rows = [r for r in batch_ranges(self.path) if r["batch"] == batch_id]
+        table = _table(rows, ["topic", "partition", "start", "end", "records"])
+        return (f"<p><code>offsets/{batch_id}</code> (written before the batch ran), source line(s): "
+                f"<code>{lines}</code><br>{commit}</p>{table}")
+
+    def figure(self, selected: int):
+        """Every batch's [start, end) per partition as bars; `selected` outlined, an uncommitted batch hatched."""
+        from matplotlib.figure import Figure
+
+        rows = batch_ranges(self.path)
+        parts = sorted({(r["topic"], r["partition"]) for r in rows})
+        fig = Figure(figsize=(8, 0.6 + 0.55 * max(len(parts), 1)))
+        ax = fig.add_subplot()
+        colors = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860"]
+        for r in rows:
+            y = parts.index((r["topic"], r["partition"]))
+            start = r["start"] if r["start"] is not None else r["end"]  # unknown start: a tick at the end
+            ax.barh(y, max(r["end"] - start, 0.4), left=start, height=0.6, color=colors[r["batch"] % len(colors)],
+                    edgecolor="black" if r["batch"] == selected else "white",
+                    linewidth=2.5 if r["batch"] == selected else 0.5,
+                    hatch=None if r["committed"] else "//", alpha=1.0 if r["batch"] == selected else 0.55)
+            ax.text(start + max(r["end"] - start, 0.4) / 2, y, str(r["batch"]), ha="center", va="center",
+                    fontsize=8, color="white")
+        ax.set_yticks(range(len(parts)), [f"partition {p}" for _, p in parts])
+        ax.set_xlabel("offset (each bar: one batch's range, numbered by batch id; hatched: no commits/N)")
+        ax.set_title(f"batches in {self.path.name}, batch {selected} outlined", fontsize=10)
+        ax.set_xlim(left=0)
+        return fig
+
+    def refresh(self) -> None:
+        """Re-read the files for the slider's batch and redraw (called on every slider move)."""
+        batch_id = self.slider.value
+        self.files.value = self.describe_batch(batch_id)
+        self.image.value = _png(self.figure(batch_id))
+
+    def static_html(self) -> str:
+        """What the widget shows now, as plain HTML (for saved notebooks)."""
+        picture = base64.b64encode(self.image.value).decode()
+        return (f"<p><b>batch id = {self.slider.value}</b> (move the slider in a live notebook)</p>"
+                f"{self.files.value}<img src='data:image/png;base64,{picture}'/>")
+
+    def show(self) -> None:
+        """Display the browser (live in a browser, a static copy in a saved notebook)."""
+        _show(self.box, self.static_html())
+
+
+class ChoiceTable:
+    """Toggle buttons; each choice runs `trial(choice)` (a real query) and adds its result dict as a table row."""
+
+    def __init__(self, description: str, choices, trial, columns: list[str] | None = None):
+        import ipywidgets as W
+
+        self.trial = trial
+        self.columns = columns
+        self.rows: list[dict] = []
+        self.buttons = W.ToggleButtons(options=list(choices), value=None, description=description,
+                                       style={"description_width": "130px", "button_width": "auto"})
+        self.status = W.HTML()
+        self.table = W.HTML()
+        self.buttons.observe(self._picked, names="value")
+        self.box = W.VBox([self.buttons, self.status, self.table])
+
+    def _picked(self, change) -> None:
+        if change["new"] is None:
+            return
+        self.status.value = f"<i>running with {html.escape(str(change['new']))} …</i>"
+        try:
+            self.run(change["new"])
+            self.status.value = ""
+        except Exception as exc:  # shown in the widget: a callback's exception would otherwise be lost
+            self.status.value = f"<b>failed:</b> {html.escape(short_error(exc))}"
+
+    def run(self, choice) -> dict:
+        """Run one trial now (from the notebook's thread or a button) and add its row."""
+        row = self.trial(choice)
+        self.rows.append(row)
+        self.table.value = _table(self.rows, self.columns or list(row))
+        return row
+
+    def show(self) -> None:
+        """Display the buttons and the table (a static copy of the table in a saved notebook)."""
+        _show(self.box, self.table.value)
