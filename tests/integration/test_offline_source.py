@@ -52,15 +52,21 @@ def batch(spark, bootstrap, **options):
 
 
 def run(df, checkpoint, trigger=None, timeout=120):
-    """Run to completion (availableNow unless told) into a memory table; (query, rows as (partition, offset))."""
-    name = f"q_{uuid.uuid4().hex[:10]}"
-    query = (df.writeStream.format("memory").queryName(name).option("checkpointLocation", str(checkpoint))
-             .trigger(**(trigger or {"availableNow": True})).start())
-    query.awaitTermination(timeout)
+    """Run to completion (availableNow unless told); (query, rows as sorted (partition, offset)).
+
+    foreachBatch rather than the memory sink, because the memory sink refuses to restart from a checkpoint."""
+    from pyspark.errors import StreamingQueryException
+
+    rows = []
+    query = (df.writeStream.foreachBatch(lambda batch_df, _: rows.extend(
+                 (r.partition, r.offset) for r in batch_df.select("partition", "offset").collect()))
+             .option("checkpointLocation", str(checkpoint)).trigger(**(trigger or {"availableNow": True})).start())
+    try:
+        query.awaitTermination(timeout)
+    except StreamingQueryException:
+        pass  # the caller checks query.exception()
     if query.isActive:
         query.stop()
-    table = df.sparkSession.table(name)
-    rows = [] if query.exception() else [(r.partition, r.offset) for r in table.select("partition", "offset").collect()]
     return query, sorted(rows)
 
 
@@ -124,27 +130,31 @@ def test_many_small_partitions_push_a_batch_over_the_cap(spark, bootstrap, topic
 
 
 def test_min_offsets_skips_triggers_until_max_trigger_delay_then_fires(spark, bootstrap, topic, tmp_path):
+    from datetime import datetime
+
     name = topic(partitions=1)
     produce(bootstrap, name, {0: 5})
+    assert batch(spark, bootstrap, subscribe=name).count() == 5  # warms Python workers so batch 0 is quick
     table = f"q_{uuid.uuid4().hex[:10]}"
     df = stream(spark, bootstrap, subscribe=name, startingOffsets="earliest", minOffsetsPerTrigger=10,
-                maxTriggerDelay="4s")
+                maxTriggerDelay="15s")
     query = (df.writeStream.format("memory").queryName(table).option("checkpointLocation", str(tmp_path / "ck"))
              .trigger(processingTime="200 milliseconds").start())
     try:
-        count = lambda: spark.table(table).count()  # noqa: E731
-        wait_for(lambda: count() == 5, what="the first batch (which always runs)")
-        first_done = time.monotonic()
-        produce(bootstrap, name, {0: 3})  # 3 < minOffsetsPerTrigger: wait for maxTriggerDelay
-        time.sleep(1.5)
+        ran = lambda: [b for b in batches(query) if b[0]]  # noqa: E731
+        wait_for(lambda: len(ran()) == 1, what="the first batch (which always runs, below the minimum)")
+        produce(bootstrap, name, {0: 3})  # 3 < minOffsetsPerTrigger: held until 15 s after the last batch
+        produced = time.time()
+        wait_for(lambda: len(ran()) == 2, timeout=60, what="the delayed batch")
         assert query.exception() is None
-        assert count() == 5
-        wait_for(lambda: count() == 8, timeout=30, what="the delayed batch")
-        assert query.exception() is None
-        got = [b for b in batches(query) if b[0]]
-        assert [b[0] for b in got] == [5, 3]
-        assert got[1][2] == {name: {"0": 8}}
-        assert time.monotonic() - first_done >= 2.5
+        assert [b[0] for b in ran()] == [5, 3]
+        assert ran()[1][2] == {name: {"0": 8}}
+        stamps = {p["batchId"]: datetime.fromisoformat(p["timestamp"]).timestamp() for p in query.recentProgress
+                  if p["numInputRows"]}
+        first, second = sorted(stamps.values())
+        assert produced < first + 13, "the first batch took so long that the delay had passed already"
+        assert second - first >= 14.5  # fired by maxTriggerDelay, not by the records' arrival
+        assert spark.table(table).count() == 8
     finally:
         query.stop()
 
