@@ -13,10 +13,12 @@ query's checkpoint (`offsets/N`, `commits/N`) and in its progress reports. So la
 """
 from __future__ import annotations
 
+import atexit
 import json
-from collections import deque
 import threading
 import time
+import weakref
+from collections import deque
 
 from .broker import ensure_broker
 
@@ -146,6 +148,16 @@ def classify(progress_events) -> str:
     return STABLE
 
 
+_monitors: "weakref.WeakSet[LagMonitor]" = weakref.WeakSet()
+
+
+@atexit.register
+def stop_monitors() -> None:
+    """Stop every LagMonitor still polling (also called when the kernel exits)."""
+    for monitor in list(_monitors):
+        monitor.stop()
+
+
 class LagMonitor:
     """Polls a running query's lastProgress from a thread, records lag over time and warns when it keeps growing.
 
@@ -180,6 +192,7 @@ class LagMonitor:
         self._stop.clear()
         self._started = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="LagMonitor", daemon=True)
+        _monitors.add(self)
         self._thread.start()
         return self
 
@@ -189,6 +202,7 @@ class LagMonitor:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        _monitors.discard(self)
         return self.history
 
     def __enter__(self) -> "LagMonitor":
