@@ -42,6 +42,9 @@ CUSTOM_GROUP_ID_WARNING = (
 )
 
 
+_WARNED_GROUP_IDS: set = set()
+
+
 class IllegalArgumentException(ValueError):
     """A bad source option; named like the connector's exception so tracebacks read the same."""
 
@@ -231,7 +234,8 @@ def parse_source_options(options) -> SourceOptions:
         raise IllegalArgumentException("Option 'maxRecordsPerPartition' is not supported by the offline engine: "
                                        "use minPartitions, or run with Spark's Kafka connector")
 
-    if "kafka.group.id" in raw:
+    if "kafka.group.id" in raw and raw["kafka.group.id"] not in _WARNED_GROUP_IDS:
+        _WARNED_GROUP_IDS.add(raw["kafka.group.id"])  # schema(), the driver and each task parse the options
         log.warning(CUSTOM_GROUP_ID_WARNING)
         if "groupidprefix" in raw:
             log.warning("Option groupIdPrefix will be ignored as option kafka.group.id has been set.")

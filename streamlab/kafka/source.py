@@ -11,8 +11,12 @@ What the Python Data Source API cannot reproduce (each checked on PySpark 4.3):
 - `sources[i].metrics` (minOffsetsBehindLatest, ...) in progress events is always `{}`: a Python stream reader
   cannot report custom metrics. `latestOffset` is reported, so lag = latestOffset[p] - endOffset[p] still works.
 - `sources[i].description` names the Python stream, not `KafkaV2[Subscribe[...]]`.
-- The checkpoint has no `sources/0/0` initial-offsets file; the initial offsets are the start of `offsets/0`,
-  and on restart Spark resumes from the offset log, so startingOffsets is still ignored as with the connector.
+- The checkpoint has no `sources/0/0` initial-offsets file; on restart Spark resumes from the offset log, so
+  startingOffsets is still ignored as with the connector.
+- PySpark writes offsets with `json.dumps`, so an `offsets/N` line reads `{"orders": {"0": 4400, "1": 3400}}`,
+  with spaces the connector's `{"orders":{"0":4400,"1":3400}}` lacks; the JSON is the same.
+- The memory sink refuses to restart from a checkpoint ("This query does not support recovering from
+  checkpoint location"), whichever source feeds it: restart demos need foreachBatch or a file sink.
 - Option errors that depend on the query kind (endingOffsets in a stream, latest start in a batch) surface when
   the query starts or the batch is planned, not at `.load()`: `DataSource.schema()` cannot tell them apart.
 - Consumers are not cached across tasks, and no consumer group id is generated (none is ever used to commit).

@@ -87,6 +87,26 @@ def wait_for(condition, timeout=30.0, what="the query"):
         time.sleep(0.2)
 
 
+def produce_transactions(bootstrap: str, topic: str) -> None:
+    """3 committed records, 2 aborted ones, and their 2 markers: offsets 0-6 on partition 0, 3 visible records."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=f"tx-{uuid.uuid4().hex[:8]}")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        for i in range(3):
+            producer.send(topic, value=f"c{i}".encode(), partition=0)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        for i in range(2):
+            producer.send(topic, value=f"a{i}".encode(), partition=0)
+        producer.flush()
+        producer.abort_transaction()
+    finally:
+        producer.close()
+
+
 # --- rate limits and triggers -------------------------------------------------------------------------------
 
 
@@ -157,6 +177,17 @@ def test_min_offsets_skips_triggers_until_max_trigger_delay_then_fires(spark, bo
         assert spark.table(table).count() == 8
     finally:
         query.stop()
+
+
+def test_read_committed_batches_count_offsets_not_rows(spark, bootstrap, topic, tmp_path):
+    name = topic(partitions=1)
+    produce_transactions(bootstrap, name)
+    query, rows = run(stream(spark, bootstrap, subscribe=name, startingOffsets="earliest", maxOffsetsPerTrigger=100,
+                             **{"kafka.isolation.level": "read_committed"}), tmp_path / "ck")
+    assert query.exception() is None
+    assert [(b[0], b[2]) for b in batches(query)] == [(3, {name: {"0": 7}})]  # 7 offsets, 3 rows
+    assert rows == [(0, 0), (0, 1), (0, 2)]
+    assert batch(spark, bootstrap, subscribe=name).count() == 5  # read_uncommitted also sees the aborted records
 
 
 # --- starting positions and the checkpoint ----------------------------------------------------------------

@@ -69,8 +69,8 @@ def test_consumer_options_spark_manages_are_rejected(option, words):
 
 def test_group_id_is_allowed_with_the_connectors_warning(caplog):
     with caplog.at_level(logging.WARNING, logger="streamlab.kafka"):
-        parsed = parse_source_options(opts(**{"kafka.group.id": "mine", "groupIdPrefix": "p"}))
-    assert parsed.kafka_params["group.id"] == "mine"
+        parsed = parse_source_options(opts(**{"kafka.group.id": "mine-once", "groupIdPrefix": "p"}))
+    assert parsed.kafka_params["group.id"] == "mine-once"
     assert "Kafka option 'kafka.group.id' has been set on this query" in caplog.text
     assert "Option groupIdPrefix will be ignored" in caplog.text
 
