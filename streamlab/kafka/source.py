@@ -15,8 +15,9 @@ What the Python Data Source API cannot reproduce (each checked on PySpark 4.3):
   startingOffsets is still ignored as with the connector.
 - PySpark writes offsets with `json.dumps`, so an `offsets/N` line reads `{"orders": {"0": 4400, "1": 3400}}`,
   with spaces the connector's `{"orders":{"0":4400,"1":3400}}` lacks; the JSON is the same.
-- The memory sink refuses to restart from a checkpoint ("This query does not support recovering from
-  checkpoint location"), whichever source feeds it: restart demos need foreachBatch or a file sink.
+- Not a source limit but worth knowing: in append mode the memory sink refuses to restart from a checkpoint
+  ("This query does not support recovering from checkpoint location"), whatever the source; restart demos
+  need foreachBatch or a file sink.
 - Option errors that depend on the query kind (endingOffsets in a stream, latest start in a batch) surface when
   the query starts or the batch is planned, not at `.load()`: `DataSource.schema()` cannot tell them apart.
 - Consumers are not cached across tasks, and no consumer group id is generated (none is ever used to commit).
@@ -74,6 +75,8 @@ def _input_partitions(ranges) -> list:
 
 
 def _read(partition: KafkaInputPartition, opts):
+    if not isinstance(partition, KafkaInputPartition):
+        return iter(())  # PySpark plans one placeholder partition when a batch read has no ranges
     return read_range(OffsetRange(partition.topic, partition.partition, partition.start, partition.end), opts)
 
 

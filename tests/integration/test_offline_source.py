@@ -353,6 +353,8 @@ def test_batch_read_counts_exactly_the_range_between_starting_and_ending_offsets
     rows = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
     assert rows == [(0, i) for i in range(2, 7)] + [(1, i) for i in range(3)] + [(2, i) for i in range(5, 10)]
     assert batch(spark, bootstrap, assign=json.dumps({name: [1]})).count() == 10
+    at_end = json.dumps({name: {"0": 10, "1": 10, "2": 10}})
+    assert batch(spark, bootstrap, subscribe=name, startingOffsets=at_end).count() == 0
 
 
 def test_headers_keys_values_and_utc_timestamps(spark, bootstrap, topic):
