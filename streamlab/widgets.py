@@ -3,6 +3,11 @@
 Why widgets and not prints: output written from a background thread is routed unreliably since ipykernel 7,
 but a widget's value set from any thread reaches the browser. So the poller only ever sets widget values,
 and `wait()`, called from the notebook's own thread, leaves a static picture for headless runs.
+
+Why start() and wait() are two cells: a kernel applies slider moves only while it is idle (they queue behind a
+running cell; jupyter-ui-poll, which used to work around that, no longer sees them under ipykernel 7). So
+start() returns at once and the demo runs in the background, stopping itself after `duration` seconds;
+wait() in the next cell collects the result.
 """
 from __future__ import annotations
 
@@ -29,19 +34,6 @@ def _offsets(value) -> dict:
     if isinstance(value, str):
         value = json.loads(value) if value.strip().startswith("{") else {}
     return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in value.items()}
-
-
-def _join_handling_widgets(thread: threading.Thread) -> None:
-    """Wait for `thread` while still applying slider moves (a busy kernel would queue them until the end)."""
-    try:
-        from jupyter_ui_poll import ui_events
-
-        with ui_events() as poll:
-            while thread.is_alive():
-                poll(20)
-                thread.join(0.1)
-    except Exception:  # not in a kernel with a frontend (a plain script, or nbclient's headless run)
-        thread.join()
 
 
 class LiveChart:
@@ -163,6 +155,7 @@ class StreamDemo:
         self._thread = None
         self._consumer = None
         self._checkpoint = tempfile.mkdtemp(prefix="streamlab-demo-")
+        self._initial: dict = {}
         self._t0 = 0.0
 
     # -- knobs ---------------------------------------------------------------------------------
@@ -207,7 +200,7 @@ class StreamDemo:
 
     def _poll(self) -> None:
         seen = -1
-        position: dict = {}
+        position: dict = dict(self._initial)
         while not self._done.is_set():
             if self._restart.is_set():
                 self._restart.clear()
@@ -243,6 +236,8 @@ class StreamDemo:
                 break
             self._done.wait(_REDRAW_EVERY_S)
         self._done.set()
+        self._shutdown()
+        self.readout.value = self.readout.value.replace("</code>", " · stopped</code>")
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -256,10 +251,14 @@ class StreamDemo:
         self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
         self._producer = BackgroundProducer(self.topic, rate=self.rate, bootstrap=self.bootstrap)
         self._producer.start()
+        # the query's position before its first batch: where startingOffsets puts it
+        self._initial = self._latest() if self.starting_offsets == "latest" else {}
         self._query = self._start_query()
         self._t0 = time.monotonic()
         shown = [self.sliders[c] for c in self.controls]
-        display(W.VBox([*shown, self.readout, self.chart.image]))
+        stop = W.Button(description="stop demo", icon="stop", layout=W.Layout(width="120px"))
+        stop.on_click(lambda _: self._done.set())
+        display(W.VBox([*shown, W.HBox([stop, self.readout]), self.chart.image]))
         self._thread = threading.Thread(target=self._poll, name="streamlab-demo", daemon=True)
         self._thread.start()
 
@@ -269,26 +268,24 @@ class StreamDemo:
         from IPython.display import display
 
         if self._thread is not None:
-            _join_handling_widgets(self._thread)
+            self._thread.join()
         self.stop()
         display(self.chart.static())
         return pd.DataFrame([vars(b) for b in self.history])
-
-    def run(self):
-        """start() then wait(): one cell that shows the live demo, keeps the sliders live, returns the batches."""
-        self.start()
-        return self.wait()
 
     def stop(self) -> None:
         """Stop the poller, the query and the producer (safe to call twice)."""
         self._done.set()
         if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=30)
+        self._shutdown()
+
+    def _shutdown(self) -> None:
         with self._lock:
             if self._query is not None:
                 self._query.stop()
-        if self._producer is not None:
-            self._producer.stop()
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+            if self._producer is not None:
+                self._producer.stop()
+            if self._consumer is not None:
+                self._consumer.close()
+                self._consumer = None

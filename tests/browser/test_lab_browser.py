@@ -7,6 +7,7 @@ Playwright, the released module 3 notebook. Screenshots land in test-results/bro
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -45,6 +46,8 @@ def _get(url: str) -> int:
             return resp.status
     except urllib.error.HTTPError as err:
         return err.code
+    except (urllib.error.URLError, OSError):
+        return 0  # not listening yet
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +58,7 @@ def lab(tmp_path_factory, bootstrap):
     port, token = _free_port(), secrets.token_hex(16)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
            "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
-           "--LabApp.expose_app_in_browser=True"]
+           "--LabApp.expose_app_in_browser=True"] + (["--allow-root"] if os.geteuid() == 0 else [])
     log = open(work / "jupyter.log", "wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy())
     base = f"http://127.0.0.1:{port}"
@@ -92,31 +95,49 @@ def test_producer_slider_moves_lag_chart_and_readout(lab):
             page.goto(f"{base}/lab/tree/{MODULE}/{MODULE}.ipynb?token={token}")
             page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=60_000)
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
-            page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-            readout = page.locator("[data-testid='streamlab-readout'], .widget-html-content code").first
+            # Run up to and including the first demo cell, then leave the kernel idle: a kernel applies slider
+            # moves only between cells, as it would for a learner running cells one by one.
+            index = page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
+                c => c.model.sharedModel.getSource().includes('StreamDemo('))""")
+            assert index > 0, "module 3 has no StreamDemo cell"
+            # a click focuses the notebook (its commands act on the focused one) and selects the demo cell
+            page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt").click()
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-above')")
+            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell')")
+            readout = page.locator(".widget-html-content code").first
             readout.wait_for(timeout=120_000)
             page.wait_for_function(
-                "() => [...document.querySelectorAll('.widget-html-content code')]"
-                ".some(e => /batches [1-9]/.test(e.textContent))", timeout=120_000)
+                "() => /batches [1-9]/.test(document.querySelector('.widget-html-content code').textContent)",
+                timeout=120_000)
             chart = page.locator(".widget-image").first
-            before_src = chart.get_attribute("src")
-            before_text = readout.text_content()
+            before_src, before_text = chart.get_attribute("src"), readout.text_content()
             page.screenshot(path=str(RESULTS / "before-slider.png"))
-            rate = page.locator(".widget-slider", has_text="producer rate").first
-            value = rate.locator(".widget-readout")
+            value = page.locator(".widget-slider", has_text="producer rate").first.locator(".widget-readout")
             value.click()
             value.press("Control+a")
             value.type("4000")
             value.press("Enter")
             page.wait_for_function(
-                "() => [...document.querySelectorAll('.widget-html-content code')]"
-                ".some(e => e.textContent.includes('producer 4000 rec/s'))", timeout=30_000)
-            time.sleep(3)
-            after_src = chart.get_attribute("src")
-            after_text = readout.text_content()
+                "() => document.querySelector('.widget-html-content code').textContent"
+                ".includes('producer 4000 rec/s')", timeout=30_000)
+            lag_at_move = _lag(readout.text_content())
+            page.wait_for_function(
+                "(lag) => +(/lag (\\d+)/.exec(document.querySelector('.widget-html-content code').textContent) || [0, 0])[1]"
+                " > lag", arg=lag_at_move, timeout=30_000)
+            after_src, after_text = chart.get_attribute("src"), readout.text_content()
             page.screenshot(path=str(RESULTS / "after-slider.png"))
+        except Exception:
+            page.screenshot(path=str(RESULTS / "failure.png"), full_page=True)
+            raise
         finally:
             browser.close()
     assert "producer 4000 rec/s" in after_text, f"the readout did not follow the slider: {after_text!r}"
     assert after_text != before_text
     assert after_src != before_src, "the lag chart was not redrawn after the slider moved"
+    assert _lag(after_text) > lag_at_move, f"lag did not grow at 4000 rec/s: {lag_at_move} -> {after_text!r}"
+
+
+def _lag(readout: str) -> int:
+    match = re.search(r"lag (\d+)", readout)
+    assert match, f"no lag in the readout {readout!r}"
+    return int(match.group(1))
