@@ -353,7 +353,11 @@ class LagDemo(StreamDemo):
         return sum(max(latest.get(k, 0) - v, 0) for k, v in position.items())
 
     def start(self) -> None:
-        """Show the controls, readout, warning line and chart, then run producer, query and poller."""
+        """Show the controls, readout, warning line and chart, then run producer, query and poller in the background.
+
+        Returns at once: a kernel applies slider moves only between cells, so the demo runs (and stops itself after
+        `duration`) while the notebook is idle; `wait()` in the next cell collects the result.
+        """
         import ipywidgets as W
         from IPython.display import display
         from kafka import KafkaConsumer
@@ -365,17 +369,54 @@ class LagDemo(StreamDemo):
         self._t0 = time.monotonic()  # the clock starts with the producer: records sent while Spark starts count
         self._producer = BackgroundProducer(self.topic, rate=self.rate, bootstrap=self.bootstrap).start()
         self._query = self._start_query()
+        stop = W.Button(description="stop demo", icon="stop", layout=W.Layout(width="120px"))
+        stop.on_click(lambda _: self._done.set())
         shown = [self.sliders[c] for c in self.controls]
-        display(W.VBox([*shown, self.readout, self.alert, self.chart.image]))
-        self._thread = threading.Thread(target=self._poll, name="streamlab-lag-demo", daemon=True)
+        display(W.VBox([*shown, W.HBox([stop, self.readout]), self.alert, self.chart.image]))
+        self._thread = threading.Thread(target=self._run_poller, name="streamlab-lag-demo", daemon=True)
         self._thread.start()
 
+    def _run_poller(self) -> None:
+        try:
+            self._poll()
+        finally:
+            self._done.set()
+            self._shutdown()
+            self.readout.value = self.readout.value.replace("</code>", " · stopped</code>")
+
+    def _shutdown(self) -> None:
+        with self._lock:
+            if self._query is not None:
+                self._query.stop()
+            if self._producer is not None:
+                self._producer.stop()
+            if self._consumer is not None:
+                self._consumer.close()
+                self._consumer = None
+
+    def stop(self) -> None:
+        """Stop the poller, the query and the producer (safe to call twice)."""
+        self._done.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=60)
+        self._shutdown()
+
     def wait(self):
-        """Block until the demo's time is up, stop everything, show a static chart, return the batches."""
-        frame = super().wait()
-        if not frame.empty:
-            frame = frame.rename(columns={"lag": "progress_lag"})
-        return frame
+        """Block until the demo is over, stop everything, show a static chart and return the batches."""
+        import pandas as pd
+        from IPython.display import display
+
+        if self._thread is not None:
+            self._thread.join()
+        self.stop()
+        display(self.chart.static())
+        frame = pd.DataFrame([vars(b) for b in self.history])
+        return frame.rename(columns={"lag": "progress_lag"}) if not frame.empty else frame
+
+    def run(self):
+        """start() then wait() in one cell (for scripts: in a notebook the sliders only act between cells)."""
+        self.start()
+        return self.wait()
 
 
 def attempt(fn, *args, **kwargs):
