@@ -98,7 +98,8 @@ class OffsetReader:
         from kafka.admin import OffsetSpec
         from kafka.protocol.consumer.offsets import IsolationLevel
 
-        level = IsolationLevel.READ_COMMITTED if self._isolation == "read_committed" else IsolationLevel.READ_UNCOMMITTED
+        committed = self._isolation == "read_committed"
+        level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
         request = {}
         for (topic, part), spec in specs.items():
             if spec == LATEST:

@@ -221,7 +221,8 @@ def parse_source_options(options) -> SourceOptions:
         try:
             re.compile(pattern)
         except re.error as exc:
-            raise IllegalArgumentException(f"Option 'subscribePattern' is not a valid regex '{pattern}': {exc}") from None
+            raise IllegalArgumentException(
+                f"Option 'subscribePattern' is not a valid regex '{pattern}': {exc}") from None
 
     min_partitions = None
     if "minpartitions" in raw:
@@ -244,8 +245,8 @@ def parse_source_options(options) -> SourceOptions:
         raise IllegalArgumentException(
             "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer")
 
-    max_offsets = _to_int("maxOffsetsPerTrigger", raw["maxoffsetspertrigger"]) if "maxoffsetspertrigger" in raw else None
-    min_offsets = _to_int("minOffsetsPerTrigger", raw["minoffsetspertrigger"]) if "minoffsetspertrigger" in raw else None
+    max_offsets = _optional_int(raw, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
+    min_offsets = _optional_int(raw, "minoffsetspertrigger", "minOffsetsPerTrigger")
     if max_offsets is not None and min_offsets is not None and min_offsets > max_offsets:
         raise IllegalArgumentException(f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
                                        f"maxOffsetsPerTrigger({max_offsets}).")
@@ -267,6 +268,10 @@ def parse_source_options(options) -> SourceOptions:
                                                raw.get("fetchoffset.retryintervalms", "1000")),
         raw=raw,
     )
+
+
+def _optional_int(raw: dict, key: str, name: str) -> int | None:
+    return _to_int(name, raw[key]) if key in raw else None
 
 
 def _reject_consumer_options(raw: dict) -> None:
@@ -321,8 +326,8 @@ def validate_batch(options) -> SourceOptions:
                 raise IllegalArgumentException(
                     f"ending offset for {topic}-{part} can't be earliest for batch queries on Kafka")
     opts = parse_source_options(raw)
-    for key, name in (("maxoffsetspertrigger", "maxOffsetsPerTrigger"), ("minoffsetspertrigger", "minOffsetsPerTrigger"),
-                      ("maxtriggerdelay", "maxTriggerDelay")):
+    for key, name in (("maxoffsetspertrigger", "maxOffsetsPerTrigger"),
+                      ("minoffsetspertrigger", "minOffsetsPerTrigger"), ("maxtriggerdelay", "maxTriggerDelay")):
         if key in raw:
             log.warning("%s option ignored in batch queries", name)
     if start.kind == "offsets" and end.kind == "offsets":
@@ -372,10 +377,11 @@ _CONSUMER_ONLY = {
     "max.poll.records": ("max_poll_records", _INT),
     "check.crcs": ("check_crcs", lambda v: v.strip().lower() == "true"),
 }
-# group.id only names the query's consumers (they never join a group, as in the connector); the others matter
-# only to group membership, which these clients never use.
-_SILENTLY_IGNORED = {"group.id", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms", "default.api.timeout.ms",
-                     "auto.commit.interval.ms", "partition.assignment.strategy", "allow.auto.create.topics"}
+# Consumers here are assigned partitions and never join a group or commit, so group.id names nothing; the
+# others matter only to group membership or topic auto-creation.
+_SILENTLY_IGNORED = {"group.id", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms",
+                     "default.api.timeout.ms", "auto.commit.interval.ms", "partition.assignment.strategy",
+                     "allow.auto.create.topics"}
 
 
 def _jaas_credentials(jaas: str) -> dict:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import logging
 import time
 
-from .options import FAIL_ON_DATA_LOSS_FALSE, FAIL_ON_DATA_LOSS_TRUE, IllegalStateException, SourceOptions, client_config
+from .options import (
+    FAIL_ON_DATA_LOSS_FALSE, FAIL_ON_DATA_LOSS_TRUE, IllegalStateException, SourceOptions, client_config,
+)
 from .planner import OffsetRange, tp_name
 
 log = logging.getLogger("streamlab.kafka")
@@ -64,7 +66,8 @@ def to_batch(records, topic: str, partition: int, schema, include_headers: bool)
         pa.array([r.timestamp_type for r in records], pa.int32()),
     ]
     if include_headers:
-        columns.append(pa.array([[(k, v) for k, v in (r.headers or [])] for r in records], schema.field("headers").type))
+        headers = [[(k, v) for k, v in (r.headers or [])] for r in records]
+        columns.append(pa.array(headers, schema.field("headers").type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 

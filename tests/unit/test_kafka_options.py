@@ -120,7 +120,8 @@ def test_batch_rejects_latest_as_start_and_earliest_as_end():
         "ending offset can't be earliest for batch queries on Kafka")
     assert rejected(validate_batch, opts(startingOffsets='{"events":{"0":-1}}')) == (
         "startingOffsets for events-0 can't be latest for batch queries on Kafka")
-    assert rejected(validate_batch, opts(startingOffsets='{"events":{"0":0}}', endingOffsets='{"events":{"0":-2}}')) == (
+    both = opts(startingOffsets='{"events":{"0":0}}', endingOffsets='{"events":{"0":-2}}')
+    assert rejected(validate_batch, both) == (
         "ending offset for events-0 can't be earliest for batch queries on Kafka")
 
 
