@@ -357,6 +357,30 @@ def test_batch_read_counts_exactly_the_range_between_starting_and_ending_offsets
     assert batch(spark, bootstrap, subscribe=name, startingOffsets=at_end).count() == 0
 
 
+def test_timestamp_positions_pick_the_first_record_at_or_after_the_timestamp(spark, bootstrap, topic):
+    from kafka import KafkaProducer
+
+    name = topic(partitions=1)
+    base = int(time.time() * 1000) - 60_000  # recent, or the broker's retention would drop the records
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for i in range(6):
+        producer.send(name, value=b"x", partition=0, timestamp_ms=base + 10 * i)
+    producer.flush()
+    producer.close()
+
+    def offsets(**options):
+        return sorted(r.offset for r in batch(spark, bootstrap, subscribe=name, **options).select("offset").collect())
+
+    assert offsets(startingTimestamp=base + 25) == [3, 4, 5]
+    assert offsets(startingOffsetsByTimestamp=json.dumps({name: {"0": base + 40}})) == [4, 5]
+    assert offsets(startingOffsets="earliest", endingTimestamp=base + 20) == [0, 1]
+    late = base + 3_600_000
+    with pytest.raises(Exception) as info:
+        offsets(startingTimestamp=late)
+    assert f"No offset matched from request of topic-partition {name}-0 and timestamp {late}." in str(info.value)
+    assert offsets(startingTimestamp=late, startingOffsetsByTimestampStrategy="latest") == []
+
+
 def test_headers_keys_values_and_utc_timestamps(spark, bootstrap, topic):
     name = topic(partitions=1)
     stamp = int(time.time() * 1000) - 60_000
