@@ -209,17 +209,26 @@ class CheckpointBrowser:
         fig = Figure(figsize=(8, 0.6 + 0.55 * max(len(parts), 1)))
         ax = fig.add_subplot()
         colors = ["#4c72b0", "#dd8452", "#55a868", "#8172b3", "#937860"]
+        unknown = False
         for r in rows:
             y = parts.index((r["topic"], r["partition"]))
-            start = r["start"] if r["start"] is not None else r["end"]  # unknown start: a tick at the end
-            ax.barh(y, max(r["end"] - start, 0.4), left=start, height=0.6, color=colors[r["batch"] % len(colors)],
+            color = colors[r["batch"] % len(colors)]
+            if r["start"] is None:  # no sources/0/0: only the end of batch 0 is known, drawn as a marker
+                unknown = True
+                ax.plot([r["end"]] * 2, [y - 0.3, y + 0.3], color=color, linewidth=3 if r["batch"] == selected else 2)
+                ax.text(r["end"], y + 0.36, f"batch {r['batch']} ends", ha="right", va="bottom", fontsize=7)
+                continue
+            ax.barh(y, max(r["end"] - r["start"], 0.4), left=r["start"], height=0.6, color=color,
                     edgecolor="black" if r["batch"] == selected else "white",
                     linewidth=2.5 if r["batch"] == selected else 0.5,
                     hatch=None if r["committed"] else "//", alpha=1.0 if r["batch"] == selected else 0.55)
-            ax.text(start + max(r["end"] - start, 0.4) / 2, y, str(r["batch"]), ha="center", va="center",
-                    fontsize=8, color="white")
+            ax.text(r["start"] + max(r["end"] - r["start"], 0.4) / 2, y, str(r["batch"]), ha="center", va="center",
+                    fontsize=8, color="black")
         ax.set_yticks(range(len(parts)), [f"partition {p}" for _, p in parts])
-        ax.set_xlabel("offset (each bar: one batch's range, numbered by batch id; hatched: no commits/N)")
+        ax.set_ylim(-0.6, len(parts) - 0.2)
+        note = "; batch 0's start is not in this checkpoint (no sources/0/0)" if unknown else ""
+        ax.set_xlabel(f"offset — each bar: one batch's range, labelled with its id; hatched: no commits/N{note}",
+                      fontsize=8)
         ax.set_title(f"batches in {self.path.name}, batch {selected} outlined", fontsize=10)
         ax.set_xlim(left=0)
         return fig
