@@ -3,6 +3,7 @@ exact offsets and batch sizes for the same options the connector takes."""
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 
@@ -309,6 +310,36 @@ def test_recreated_topic_fails_the_query_or_moves_on_per_fail_on_data_loss(spark
     assert tolerant.exception() is None
     assert rows == []  # like the connector, the next batch starts at the new latest offset
     assert batches(tolerant)[-1][2] == {name: {"0": 3}}
+
+
+def test_a_deleted_topic_is_data_loss_for_a_pattern_subscription(bootstrap, topic):
+    """Driver-side planning only (no Spark): what the stream reader does once a matched topic is deleted."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from streamlab.kafka.options import IllegalStateException
+    from streamlab.kafka.source import KafkaStreamReader
+    from streamlab.topics import delete_topic
+
+    tag = uuid.uuid4().hex[:6]
+    keep, drop = topic(partitions=1, prefix=f"gone-{tag}"), topic(partitions=1, prefix=f"gone-{tag}")
+    produce(bootstrap, keep, {0: 2})
+    produce(bootstrap, drop, {0: 3})
+    options = {"kafka.bootstrap.servers": bootstrap, "subscribePattern": f"^gone-{tag}-",
+               "startingOffsets": "earliest"}
+    strict, tolerant = KafkaStreamReader(options), KafkaStreamReader({**options, "failOnDataLoss": "false"})
+    try:
+        start = strict.initialOffset()
+        assert start == {keep: {"0": 0}, drop: {"0": 0}}
+        delete_topic(drop, bootstrap=bootstrap)
+        end = strict.latestOffset(start, ReadAllAvailable())
+        assert end == {keep: {"0": 2}}
+        with pytest.raises(IllegalStateException, match=re.escape(f"Set({drop}-0) are gone. Some data may have")):
+            strict.partitions(start, end)
+        planned = tolerant.partitions(start, end)
+        assert [(p.topic, p.partition, p.start, p.end) for p in planned] == [(keep, 0, 0, 2)]
+    finally:
+        strict.stop()
+        tolerant.stop()
 
 
 def test_records_lost_to_retention_fail_the_read_or_are_skipped(spark, bootstrap, topic):
