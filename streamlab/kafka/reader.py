@@ -25,7 +25,6 @@ MAX_ROWS_PER_BATCH = 50_000
 # Bigger fetches than kafka-python's defaults: a range is read start to end, so large responses are never wasted.
 FETCH_DEFAULTS = {
     "fetch_max_bytes": 64 * 1024 * 1024,
-    "max_partition_fetch_bytes": 16 * 1024 * 1024,
     "receive_buffer_bytes": 4 * 1024 * 1024,
     "fetch_max_wait_ms": 100,
     "max_poll_records": MAX_ROWS_PER_BATCH,
@@ -71,10 +70,16 @@ def to_batch(records, topic: str, partition: int, schema, include_headers: bool)
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _consumer(opts: SourceOptions):
+def _fetch_bytes(records: int) -> int:
+    # A fetch returns up to this many bytes of the partition even when the range needs far fewer, and kafka-python
+    # pays for every byte in Python: small ranges (a capped micro-batch) get small fetches, whole partitions big ones.
+    return min(16 * 1024 * 1024, max(256 * 1024, records * 256))
+
+
+def _consumer(opts: SourceOptions, records: int):
     from kafka import KafkaConsumer
 
-    config = dict(FETCH_DEFAULTS)
+    config = dict(FETCH_DEFAULTS, max_partition_fetch_bytes=_fetch_bytes(records))
     config.update(client_config(opts.kafka_params))
     config.update(enable_auto_commit=False, group_id=None, auto_offset_reset="none")
     return KafkaConsumer(**config)
@@ -95,7 +100,7 @@ def read_range(rng: OffsetRange, opts: SourceOptions):
         return
     schema = arrow_schema(opts.include_headers)
     tp, key = TopicPartition(rng.topic, rng.partition), (rng.topic, rng.partition)
-    consumer = _consumer(opts)
+    consumer = _consumer(opts, rng.size)
     try:
         consumer.assign([tp])
         earliest = consumer.beginning_offsets([tp])[tp]
@@ -116,7 +121,8 @@ def read_range(rng: OffsetRange, opts: SourceOptions):
         consumer.seek(tp, position)
         deadline = time.monotonic() + opts.poll_timeout_ms / 1000
         while position < stop:
-            fetched = consumer.poll(timeout_ms=200, max_records=MAX_ROWS_PER_BATCH).get(tp, [])
+            wanted = min(MAX_ROWS_PER_BATCH, max(stop - position, 1))
+            fetched = consumer.poll(timeout_ms=200, max_records=wanted).get(tp, [])
             if not fetched:
                 after = consumer.position(tp)
                 if after is not None and after > position:
