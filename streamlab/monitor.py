@@ -260,9 +260,12 @@ class LagDemo(StreamDemo):
         return writer.start()
 
     def events_between(self, start: float | None = None, end: float | None = None) -> list[dict]:
-        """The progress events of batches seen between `start` and `end` seconds since the demo started."""
+        """The progress events of batches *planned* (triggered) between `start` and `end` s since the demo started.
+
+        Planning time, not finishing time, because a batch's latestOffset is read when it is planned.
+        """
         return [e for b, e in zip(self.history, self.events)
-                if (start is None or b.at >= start) and (end is None or b.at < end)]
+                if (start is None or b.planned >= start) and (end is None or b.planned < end)]
 
     def lag_at(self, t: float) -> int:
         """The broker-measured total lag at the poll closest to `t` seconds since start."""
@@ -316,7 +319,7 @@ class LagDemo(StreamDemo):
                                            self.max_offsets, p.get("inputRowsPerSecond") or 0.0,
                                            p.get("processedRowsPerSecond") or 0.0,
                                            (p.get("durationMs") or {}).get("triggerExecution", 0),
-                                           self._broker_lag(position)))
+                                           self._broker_lag(position), self._planned(p, now)))
                 if p["numInputRows"]:
                     self.chart.batches.append((now, p["numInputRows"]))
                     if self.live_from is None:
@@ -345,6 +348,16 @@ class LagDemo(StreamDemo):
             self._done.wait(0.5)
         self._done.set()
 
+    def _planned(self, progress: dict, default: float) -> float:
+        """When the batch was triggered, in seconds since the demo started (from the report's timestamp)."""
+        from datetime import datetime
+
+        try:
+            stamp = datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
+        except (KeyError, TypeError, ValueError):
+            return default
+        return round(stamp - self._wall0, 2)
+
     def _broker_lag(self, position: dict) -> int:
         try:
             latest = self._latest()
@@ -367,6 +380,7 @@ class LagDemo(StreamDemo):
         self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
         self._start_position = self._latest() if self.starting_offsets == "latest" else {}
         self._t0 = time.monotonic()  # the clock starts with the producer: records sent while Spark starts count
+        self._wall0 = time.time()
         self._producer = BackgroundProducer(self.topic, rate=self.rate, bootstrap=self.bootstrap).start()
         self._query = self._start_query()
         stop = W.Button(description="stop demo", icon="stop", layout=W.Layout(width="120px"))
@@ -477,3 +491,4 @@ class _Batch:
     processed_rate: float
     duration_ms: int
     broker_lag: int
+    planned: float
