@@ -245,7 +245,7 @@ def send(topic: str, records, bootstrap: str | None = None) -> int:
         producer.close(timeout=10)
 
 
-def stop_between_batches(query, timeout: float = 5.0) -> None:
+def stop_between_batches(query, timeout: float = 2.0) -> None:
     """Stop a query once its current trigger has finished (cancelling a running batch logs Spark errors)."""
     deadline = time.monotonic() + timeout
     while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
@@ -283,12 +283,14 @@ class PartitionDemo:
 
     Growing the topic is a real `CreatePartitions` request, picked up by the running query at its next trigger.
     minPartitions is read when a query starts, so moving it restarts the query on the same checkpoint.
-    `schedule` moves the sliders by itself ([(seconds, "partitions" | "min_partitions", value)]), so a run with
-    nobody at the keyboard shows the same story.
+    `schedule` moves the sliders by itself, counted in batches so the story is the same on a slow machine:
+    [(after this many batches, "partitions" | "min_partitions", value)]. The demo stops `then` batches after the
+    last scheduled move, or `duration` seconds after the first batch (at once if someone moves a slider, the
+    schedule stops and the demo runs for `duration`).
     """
 
     def __init__(self, spark, topic: str, rate: int = 200, min_partitions: int = 0, trigger_seconds: float = 1.0,
-                 duration: float = 12.0, schedule=(), title: str = "tasks per micro-batch"):
+                 duration: float = 30.0, schedule=(), then: int = 2, title: str = "tasks per micro-batch"):
         import ipywidgets as W
 
         from .topics import partition_count
@@ -299,7 +301,9 @@ class PartitionDemo:
         self.partitions = partition_count(topic)
         self.min_partitions = min_partitions
         self.trigger_seconds, self.duration, self.title = trigger_seconds, duration, title
-        self.schedule = sorted(schedule)
+        self.schedule, self.then = sorted(schedule), then
+        self._auto = False  # True while the schedule moves a slider; a move without it is a person's
+        self._manual = False
         self.history: list[BatchTasks] = []
         self.sliders = {
             "partitions": slider("topic partitions", self.partitions, 1, 12),
@@ -326,6 +330,7 @@ class PartitionDemo:
         from .topics import add_partitions
 
         wanted = change["new"]
+        self._manual = self._manual or not self._auto
         with self._lock:
             if wanted <= self.partitions:  # Kafka can add partitions, never remove them
                 self.sliders["partitions"].value = self.partitions
@@ -336,12 +341,13 @@ class PartitionDemo:
             self._restart_producer()
 
     def _on_min_partitions(self, change) -> None:
+        self._manual = self._manual or not self._auto
         with self._lock:
             self.min_partitions = change["new"]
             self._steps.append((self._now(), self.partitions, self.min_partitions))
             if self._query is not None:
-                self._collect()
                 stop_between_batches(self._query)  # minPartitions is read when the query starts
+                self._collect()  # the old query's last batches
                 self._query = self._start_query()
 
     # -- producer and query --------------------------------------------------------------------------------
@@ -365,7 +371,7 @@ class PartitionDemo:
 
         def record(batch_df, batch_id):
             tasks = batch_df.rdd.getNumPartitions()  # the Spark partitions of this batch = its read tasks
-            batch_df.write.format("noop").mode("append").save()  # run those tasks: each fetches its range
+            batch_df.count()  # run those tasks: each fetches its range from the broker
             self._tasks[batch_id] = (tasks, minimum, self.partitions, self._now())
 
         return (reader.load().writeStream.foreachBatch(record).option("checkpointLocation", self._checkpoint)
@@ -426,31 +432,42 @@ class PartitionDemo:
     # -- life cycle ----------------------------------------------------------------------------------------
     def _poll(self) -> None:
         pending = list(self.schedule)
-        started = time.monotonic()
+        started, stop_at = time.monotonic(), None
         while not self._done.is_set():
             with self._lock:
                 self._collect()
-            # The clock starts at the first batch: starting a query takes longer on a busy machine, and the
-            # schedule should move the knobs while batches flow. A first batch later than 10 s starts it anyway.
+            # The clock starts at the first batch: starting a query takes longer on a busy machine.
             if not self._t0 and (self.history or time.monotonic() - started > 10):
                 self._t0 = time.monotonic()
-            now = self._now()
-            while self._t0 and pending and pending[0][0] <= now:
+            if self._manual:
+                pending, stop_at = [], None  # someone is at the sliders: no more automatic moves
+            while pending and len(self.history) >= pending[0][0]:
                 _, knob, value = pending.pop(0)
-                self.sliders[knob].value = value  # the same path as a move in the browser
+                self._auto = True
+                try:
+                    self.sliders[knob].value = value  # the same path as a move in the browser
+                finally:
+                    self._auto = False
+                if not pending:
+                    stop_at = len(self.history) + self.then
             last = self.history[-1] if self.history else None
+            now = self._now()
             self.readout.value = (
                 f"<code>t={now:4.1f}s · topic partitions {self.partitions} · minPartitions "
                 f"{self.min_partitions or 'unset'} · batches {len(self.history)} · last batch "
                 f"{f'{last.tasks} tasks over partitions {last.partitions_read}' if last else '-'}</code>")
             self.image.value = self._png()
-            if self._t0 and now >= self.duration:
+            if (self._t0 and now >= self.duration) or (stop_at is not None and len(self.history) >= stop_at):
                 break
             self._done.wait(0.25)
         self._done.set()
 
     def start(self) -> None:
-        """Show the sliders and the chart, start the producer, the query and the poller."""
+        """Show the sliders and the chart and start producer, query and poller; returns at once.
+
+        The demo runs in the background and stops itself: a kernel applies slider moves only while no cell
+        runs, so waiting belongs in the next cell (wait()).
+        """
         import ipywidgets as W
         from IPython.display import display
 
@@ -458,15 +475,20 @@ class PartitionDemo:
         self._query = self._start_query()
         self._t0 = 0.0  # set by the poller when the first batch arrives
         self._steps = [(0.0, self.partitions, self.min_partitions)]
-        display(W.VBox([self.sliders["partitions"], self.sliders["min_partitions"], self.readout, self.image]))
-        self._thread = threading.Thread(target=self._poll, name="streamlab-partition-demo", daemon=True)
+        stop = W.Button(description="stop demo", icon="stop", layout=W.Layout(width="120px"))
+        stop.on_click(lambda _: self._done.set())
+        display(W.VBox([self.sliders["partitions"], self.sliders["min_partitions"], W.HBox([stop, self.readout]),
+                        self.image]))
+        self._thread = threading.Thread(target=self._run, name="streamlab-partition-demo", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
-        """Stop the poller, the query and the producer (safe to call twice)."""
-        self._done.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=10)
+    def _run(self) -> None:
+        try:
+            self._poll()
+        finally:
+            self._shutdown()
+
+    def _shutdown(self) -> None:
         with self._lock:
             if self._query is not None:
                 stop_between_batches(self._query)
@@ -476,20 +498,20 @@ class PartitionDemo:
                 self._producer.stop()
                 self._producer = None
 
+    def stop(self) -> None:
+        """Stop the poller, the query and the producer (safe to call twice)."""
+        self._done.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=30)
+        self._shutdown()
+
     def wait(self):
-        """Wait for the demo's time, stop it, leave a static chart and return the batches as a DataFrame."""
+        """Wait until the demo has stopped itself, leave a static chart and return the batches as a DataFrame."""
         import pandas as pd
         from IPython.display import Image, display
 
-        from .widgets import _join_handling_widgets  # keeps slider moves flowing while this cell waits
-
         if self._thread is not None:
-            _join_handling_widgets(self._thread)
+            self._thread.join()
         self.stop()
         display(Image(self._png()))
         return pd.DataFrame([vars(b) for b in self.history])
-
-    def run(self):
-        """start() then wait()."""
-        self.start()
-        return self.wait()
