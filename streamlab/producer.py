@@ -228,6 +228,8 @@ class BackgroundProducer:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        with self._lock:
+            self._burst = 0  # a burst not sent by now is dropped, not carried into a later start()
         if self._producer is not None:
             try:
                 self._producer.flush(timeout=30)
