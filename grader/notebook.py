@@ -64,7 +64,9 @@ def timing(notebook: str | os.PathLike, timeout: int | None = None,
 
     path = Path(notebook).resolve()
     nb = nbformat.read(path, as_version=4)
-    with tempfile.TemporaryDirectory(prefix="grader-timing-") as tmp:
+    from .grading import stderr_to
+
+    with tempfile.TemporaryDirectory(prefix="grader-timing-") as tmp, stderr_to(Path(tmp) / "kernel.log"):
         started = time.monotonic()
         NotebookClient(nb, timeout=timeout or 600, allow_errors=True, kernel_name="python3",
                        extra_arguments=["--IPKernelApp.log_level=ERROR"],
