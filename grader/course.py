@@ -43,6 +43,7 @@ def _prepare_nbgrader() -> None:
 
     @functools.lru_cache(maxsize=1)
     def head() -> str:
+        """The newest gradebook schema revision nbgrader ships."""
         try:
             from alembic.config import Config as AlembicConfig
             from alembic.script import ScriptDirectory

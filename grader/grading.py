@@ -56,8 +56,9 @@ def read_submission(path: Path, assignment_id: str | None = None, source: Path =
         raise GraderError(f"{path.name} is not a notebook (.ipynb); expected one of: {expected}")
     aid = assignment_id or path.stem
     if aid not in known:
-        raise GraderError(f"unknown assignment '{aid}' (from the file name {path.name}); expected one of: "
-                          f"{expected} (or pass --assignment ID)")
+        origin = "given as --assignment" if assignment_id else f"from the file name {path.name}"
+        raise GraderError(f"unknown assignment '{aid}' ({origin}); expected one of: {expected}"
+                          + ("" if assignment_id else " (or pass --assignment ID)"))
     raw = path.read_bytes()
     try:
         data = json.loads(raw.decode("utf-8"))
@@ -113,6 +114,7 @@ def structure_notes(submitted, released, original=None) -> tuple[dict[str, list[
         return next((t for t in rel_ids[start:] if t in tests), None)
 
     def note(gid: str, text: str) -> None:
+        """File a note under the test cell that grades `gid` (or the notebook when none follows)."""
         target = owner(gid)
         (per_cell.setdefault(target, []) if target else general).append(text)
 
