@@ -159,8 +159,9 @@ def _png(fig) -> bytes:
 
 def _table(rows: list[dict], columns: list[str]) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in columns) + "</tr>"
-                   for r in rows)
+    # None is a value the checkpoint does not record (batch 0's start without sources/0/0)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape('not recorded' if r.get(c) is None else str(r.get(c)))}</td>"
+                                    for c in columns) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
