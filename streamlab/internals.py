@@ -60,6 +60,8 @@ def error_line(exc: BaseException) -> str:
 
 
 def _clean_options(options) -> dict:
+    if options is None or options is Ellipsis:
+        raise TypeError(f"no reader options yet (got {options!r})")
     if not isinstance(options, dict):
         raise TypeError(f"reader options must be a dict of option name -> value, got {type(options).__name__}")
     return {str(k): str(v) for k, v in options.items()}
@@ -67,58 +69,84 @@ def _clean_options(options) -> dict:
 
 def trace(spark, options, *, cache: bool = True, timeout: float = 60.0) -> Trace:
     """Run a Kafka stream with `options` until it has read what is there now; record each batch's tasks."""
+    return trace_many(spark, [options], cache=cache, timeout=timeout)[0]
+
+
+def trace_many(spark, many, *, cache: bool = True, timeout: float = 60.0) -> list:
+    """trace() for several option dicts, run side by side (starting a query is mostly waiting)."""
     import pandas as pd
     from pyspark.sql import functions as F
 
-    try:
-        opts = _clean_options(options)
-    except TypeError as exc:
-        return Trace(options=options if isinstance(options, dict) else {}, error=str(exc))
-    key = json.dumps(opts, sort_keys=True)
-    if cache and key in _TRACES:
-        return _TRACES[key]
-    result = Trace(options=opts)
-    tasks, batches = [], []
+    results, running = [], []
+    for options in many:
+        try:
+            opts = _clean_options(options)
+        except TypeError as exc:
+            results.append(Trace(options=options if isinstance(options, dict) else {}, error=str(exc)))
+            continue
+        key = json.dumps(opts, sort_keys=True)
+        if cache and key in _TRACES:
+            results.append(_TRACES[key])
+            continue
+        result = Trace(options=opts, tasks=[], batches=[])
+        results.append(result)
 
-    def record(batch_df, batch_id):
-        planned = batch_df.rdd.getNumPartitions()  # one Spark partition per planned offset range = one task
-        rows = (batch_df.groupBy(F.spark_partition_id().alias("task"), "topic", "partition")
-                .agg(F.count("*").alias("rows"), F.min("offset").alias("from_offset"),
-                     (F.max("offset") + 1).alias("until_offset"))
-                .collect())
-        for r in rows:
-            tasks.append({"batch": batch_id, **r.asDict()})
-        batches.append({"batch": batch_id, "rows": sum(r["rows"] for r in rows), "tasks": planned,
-                        "kafka_partitions": len({(r["topic"], r["partition"]) for r in rows}),
-                        "topics": ", ".join(sorted({r["topic"] for r in rows}))})
+        def record(batch_df, batch_id, result=result):
+            planned = batch_df.rdd.getNumPartitions()  # one Spark partition per planned offset range = one task
+            rows = (batch_df.groupBy(F.spark_partition_id().alias("task"), "topic", "partition")
+                    .agg(F.count("*").alias("rows"), F.min("offset").alias("from_offset"),
+                         (F.max("offset") + 1).alias("until_offset"))
+                    .collect())
+            result.tasks.extend({"batch": batch_id, **r.asDict()} for r in rows)
+            result.batches.append({"batch": batch_id, "rows": sum(r["rows"] for r in rows), "tasks": planned,
+                                   "kafka_partitions": len({(r["topic"], r["partition"]) for r in rows}),
+                                   "topics": ", ".join(sorted({r["topic"] for r in rows}))})
 
-    query = None
-    try:
-        stream = spark.readStream.format("kafka").options(**opts).load()
-        result.columns = stream.columns
-        query = (stream.writeStream.foreachBatch(record).trigger(availableNow=True)
-                 .option("checkpointLocation", tempfile.mkdtemp(prefix="streamlab-trace-")).start())
-        if not query.awaitTermination(timeout):
-            raise TimeoutError(f"the query did not finish within {timeout:.0f} s")
-        if query.exception() is not None:
-            raise query.exception()
-    except Exception as exc:  # noqa: BLE001 - a learner's bad option becomes a one-line error, not a trace
-        result.error = error_line(exc)
-    finally:
-        if query is not None and query.isActive:
-            query.stop()
+        try:
+            stream = spark.readStream.format("kafka").options(**opts).load()
+            result.columns = stream.columns
+            query = (stream.writeStream.foreachBatch(record).trigger(availableNow=True)
+                     .option("checkpointLocation", tempfile.mkdtemp(prefix="streamlab-trace-")).start())
+            running.append((result, query, key))
+        except Exception as exc:  # noqa: BLE001 - a learner's bad option becomes a one-line error, not a trace
+            result.error = error_line(exc)
+    deadline = time.monotonic() + timeout
+    for result, query, key in running:
+        try:
+            if not query.awaitTermination(max(deadline - time.monotonic(), 0.1)):
+                raise TimeoutError(f"the query did not finish within {timeout:.0f} s")
+            if query.exception() is not None:
+                raise query.exception()
+            if cache:
+                _TRACES[key] = result
+        except Exception as exc:  # noqa: BLE001
+            result.error = error_line(exc)
+        finally:
+            if query.isActive:
+                query.stop()
     task_cols = ["batch", "task", "topic", "partition", "from_offset", "until_offset", "rows"]
-    result.tasks = pd.DataFrame(tasks, columns=task_cols).sort_values(["batch", "task"], ignore_index=True)
-    result.batches = pd.DataFrame(batches, columns=["batch", "rows", "tasks", "kafka_partitions", "topics"])
-    if cache and result.error is None:
-        _TRACES[key] = result
-    return result
+    for result in results:
+        if not isinstance(result.batches, pd.DataFrame):
+            result.tasks = pd.DataFrame(result.tasks or [], columns=task_cols).sort_values(
+                ["batch", "task"], ignore_index=True)
+            result.batches = pd.DataFrame(result.batches or [],
+                                          columns=["batch", "rows", "tasks", "kafka_partitions", "topics"])
+    return results
 
 
 def count_tasks(spark, options) -> int | None:
     """The tasks of the first batch of a stream with `options` (None when the query fails or reads nothing)."""
-    found = trace(spark, options)
-    return found.tasks_per_batch[0] if found.tasks_per_batch else None
+    return _first_batch_tasks(trace(spark, options))
+
+
+def count_tasks_many(spark, many: dict) -> dict:
+    """{name: tasks of the first batch} for {name: options}, the streams run side by side."""
+    found = trace_many(spark, list(many.values()))
+    return {name: _first_batch_tasks(t) for name, t in zip(many, found)}
+
+
+def _first_batch_tasks(found: Trace):
+    return found.tasks_per_batch[0] if found.error is None and found.tasks_per_batch else None
 
 
 @dataclass
@@ -138,7 +166,7 @@ def collect(spark, options, transform=None, *, timeout: float = 60.0) -> Collect
     import pandas as pd
 
     if not callable(transform):
-        return Collected(error=f"expected a function DataFrame -> DataFrame, got {transform!r}")
+        return Collected(error=f"no function DataFrame -> DataFrame yet (got {transform!r})")
     try:
         opts = _clean_options(options)
     except TypeError as exc:
