@@ -484,3 +484,89 @@ def route_save_modes() -> None:
         new.__doc__ = originals[name].__doc__
         setattr(DataFrameWriter, name, new)
     _modes_routed = True
+    route_stream_writes()  # installed with the batch hook, so the engine's install() needs one call
+
+
+_streams_routed = False
+
+
+def route_stream_writes() -> None:
+    """Check streaming Kafka writes at start() and serve outputMode("update") through foreachBatch.
+
+    The connector validates the schema when the query starts (AnalysisException) and accepts the Update output
+    mode (it writes the rows each batch updated). A Python data source sink is refused Update by Spark itself
+    ("... does not support Update mode", PySpark 4.3), so an Update-mode Kafka query runs as foreachBatch, each
+    batch written by the batch sink with the query's options: the same records, at-least-once, with the same
+    checkpoint; only its progress names the sink ForeachBatchSink.
+    """
+    global _streams_routed
+    if _streams_routed:
+        return
+    from pyspark.errors import AnalysisException
+    from pyspark.errors import IllegalArgumentException as PySparkIllegalArgumentException
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+    from pyspark.sql.utils import to_str
+
+    from . import OFFLINE_NAME
+
+    originals = {name: getattr(DataStreamWriter, name) for name in ("outputMode", "format", "option", "options",
+                                                                     "start")}
+
+    def _outputMode(self, outputMode):
+        result = originals["outputMode"](self, outputMode)  # Spark validates the name first
+        self._streamlab_output_mode = str(outputMode).strip().lower()
+        return result
+
+    def _format(self, source):
+        result = originals["format"](self, source)
+        self._streamlab_kafka = isinstance(source, str) and source.strip().lower() in ("kafka", OFFLINE_NAME)
+        return result
+
+    def _option(self, key, value):
+        result = originals["option"](self, key, value)
+        self.__dict__.setdefault("_streamlab_options", {})[key.lower()] = to_str(value)
+        return result
+
+    def _options(self, **opts):
+        result = originals["options"](self, **opts)
+        self.__dict__.setdefault("_streamlab_options", {}).update({k.lower(): to_str(v) for k, v in opts.items()})
+        return result
+
+    def _start(self, path=None, format=None, outputMode=None, partitionBy=None, queryName=None, **opts):
+        self.options(**opts)
+        if outputMode is not None:
+            self.outputMode(outputMode)
+        if partitionBy is not None:
+            self.partitionBy(partitionBy)
+        if format is not None:
+            self.format(format)
+        if queryName is not None:
+            self.queryName(queryName)
+        if getattr(self, "_streamlab_kafka", False):
+            given = {k: v for k, v in getattr(self, "_streamlab_options", {}).items() if v is not None}
+            try:
+                producer_config(given)
+                plan_write(self._df.schema, option(given, TOPIC))
+            except IllegalArgumentException as exc:
+                raise PySparkIllegalArgumentException(message=str(exc)) from None
+            except ValueError as exc:
+                raise AnalysisException(message=str(exc)) from None
+            if getattr(self, "_streamlab_output_mode", "append") == "update":
+                self.foreachBatch(_batch_writer(given))
+        return originals["start"](self, path)
+
+    for new in (_outputMode, _format, _option, _options, _start):
+        name = new.__name__.lstrip("_")
+        new.__doc__ = originals[name].__doc__
+        setattr(DataStreamWriter, name, new)
+    _streams_routed = True
+
+
+def _batch_writer(options: dict):
+    def write(batch_df, batch_id):
+        writer = batch_df.write.format("kafka")
+        for key, value in options.items():
+            writer = writer.option(key, value)
+        writer.save()
+
+    return write

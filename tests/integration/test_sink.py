@@ -217,14 +217,34 @@ def test_one_hundred_thousand_records_in_seconds(spark, bootstrap, topic):
     assert elapsed < 20, f"100k records took {elapsed:.1f}s"
 
 
-def test_streaming_write_with_a_bad_schema_fails_the_query(spark, bootstrap, topic, tmp_path):
+def test_streaming_write_with_a_bad_schema_fails_at_start(spark, bootstrap, topic, tmp_path):
+    from pyspark.errors import AnalysisException
+
     stream = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
-    with pytest.raises(Exception) as caught:
-        query = (stream.selectExpr("cast(value AS string) AS key").writeStream.format("kafka")
-                 .option("kafka.bootstrap.servers", bootstrap).option("topic", topic())
-                 .option("checkpointLocation", str(tmp_path / "cp")).start())
-        try:
-            query.awaitTermination(60)
-        finally:
-            query.stop()
-    assert "Required attribute 'value' not found" in str(caught.value)
+    with pytest.raises(AnalysisException) as caught:
+        (stream.selectExpr("cast(value AS string) AS key").writeStream.format("kafka")
+         .option("kafka.bootstrap.servers", bootstrap).option("topic", topic())
+         .option("checkpointLocation", str(tmp_path / "cp")).start())
+    assert str(caught.value) == "Required attribute 'value' not found"
+    assert spark.streams.active == []
+
+
+def test_update_mode_aggregation_writes_the_updated_rows(spark, bootstrap, topic, tmp_path):
+    name = topic()
+    counts = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 9).load()
+              .selectExpr("cast(value % 3 AS string) AS key").groupBy("key").count()
+              .selectExpr("key", "cast(count AS string) AS value"))
+    query = (counts.writeStream.outputMode("update").format("kafka").option("kafka.bootstrap.servers", bootstrap)
+             .option("topic", name).option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(processingTime="300 milliseconds").start())
+    try:
+        deadline = time.monotonic() + 60
+        while (query.lastProgress or {}).get("batchId", -1) < 1:
+            assert query.exception() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        query.stop()
+    got = sorted((k, v) for _, k, v, _, _ in read_back(name, bootstrap))
+    batches = len(got) // 3  # every batch updates the three keys, each by 3 more rows
+    assert batches >= 2 and got == sorted((str(k).encode(), str(3 * b).encode())
+                                          for k in range(3) for b in range(1, batches + 1))
