@@ -23,6 +23,11 @@ _LEGACY_ERROR_TEMP_3081. The same hook checks the schema and options on the driv
 connector's AnalysisException / IllegalArgumentException with one-line messages. A writer reached without the
 hook (another entry point) still refuses Overwrite, with the same text, from `KafkaBatchWriter`.
 
+Streaming. Spark refuses the Update output mode for every Python data source sink ("... does not support Update
+mode"), which the connector accepts; `route_stream_writes` runs such a query through foreachBatch, each batch
+written by the batch sink (same records, same checkpoint; its progress names the sink ForeachBatchSink). It also
+checks the schema and options at start(), where the connector does.
+
 The `timestamp` column (timestamp, or double seconds) follows the KafkaWriteTask.scala read for this module
 (SPARK-50160); it is not in the course's facts sheet, and older connectors ignore such a column.
 
