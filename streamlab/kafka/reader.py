@@ -6,8 +6,9 @@ skipped silently. Offsets that no longer exist (start below the partition's earl
 beyond its latest after the topic was recreated) are data loss: with failOnDataLoss=true the task fails with the
 connector's message; with false it logs a warning and reads what is left of the range.
 
-Unlike the connector, consumers are not cached between tasks (a Python worker may serve any partition), so each
-range opens and closes its own KafkaConsumer; fetch sizes are raised so a range needs few round trips.
+Like the connector's consumer pool, a Python worker keeps its consumers between tasks (Spark reuses Python
+workers) and re-assigns them to each task's partition; a consumer that failed or stopped mid-range is closed.
+Fetch sizes follow the range size, so a capped batch does not pull megabytes it will not use.
 """
 from __future__ import annotations
 
@@ -72,8 +73,15 @@ def to_batch(records, topic: str, partition: int, schema, include_headers: bool)
 
 def _fetch_bytes(records: int) -> int:
     # A fetch returns up to this many bytes of the partition even when the range needs far fewer, and kafka-python
-    # pays for every byte in Python: small ranges (a capped micro-batch) get small fetches, whole partitions big ones.
-    return min(16 * 1024 * 1024, max(256 * 1024, records * 256))
+    # pays for every byte in Python: small ranges (a capped micro-batch) get small fetches, whole partitions big
+    # ones. Powers of two, so pooled consumers are reused across batches of similar size.
+    wanted = min(16 * 1024 * 1024, max(256 * 1024, records * 256))
+    return 1 << (wanted - 1).bit_length()
+
+
+# One consumer per client configuration and Python worker process, reused by the tasks that worker runs (Spark
+# reuses Python workers), as the connector pools its consumers: opening and closing one costs more than a small task.
+_CONSUMERS: dict = {}
 
 
 def _consumer(opts: SourceOptions, records: int):
@@ -82,7 +90,17 @@ def _consumer(opts: SourceOptions, records: int):
     config = dict(FETCH_DEFAULTS, max_partition_fetch_bytes=_fetch_bytes(records))
     config.update(client_config(opts.kafka_params))
     config.update(enable_auto_commit=False, group_id=None, auto_offset_reset="none")
-    return KafkaConsumer(**config)
+    key = repr(sorted(config.items()))
+    consumer = _CONSUMERS.pop(key, None)
+    return key, consumer or KafkaConsumer(**config)
+
+
+def _release(key: str, consumer, healthy: bool) -> None:
+    if healthy and key not in _CONSUMERS and len(_CONSUMERS) < 4:
+        consumer.assign([])
+        _CONSUMERS[key] = consumer
+    else:
+        consumer.close()
 
 
 def _data_loss(fail: bool, message: str, tp) -> None:
@@ -100,7 +118,8 @@ def read_range(rng: OffsetRange, opts: SourceOptions):
         return
     schema = arrow_schema(opts.include_headers)
     tp, key = TopicPartition(rng.topic, rng.partition), (rng.topic, rng.partition)
-    consumer = _consumer(opts, rng.size)
+    pool_key, consumer = _consumer(opts, rng.size)
+    healthy = False
     try:
         consumer.assign([tp])
         earliest = consumer.beginning_offsets([tp])[tp]
@@ -140,5 +159,6 @@ def read_range(rng: OffsetRange, opts: SourceOptions):
             else:
                 position = rng.end
             deadline = time.monotonic() + opts.poll_timeout_ms / 1000
+        healthy = True
     finally:
-        consumer.close()
+        _release(pool_key, consumer, healthy)

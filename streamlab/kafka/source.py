@@ -20,7 +20,8 @@ What the Python Data Source API cannot reproduce (each checked on PySpark 4.3):
   need foreachBatch or a file sink.
 - Option errors that depend on the query kind (endingOffsets in a stream, latest start in a batch) surface when
   the query starts or the batch is planned, not at `.load()`: `DataSource.schema()` cannot tell them apart.
-- Consumers are not cached across tasks, and no consumer group id is generated (none is ever used to commit).
+- No `spark-kafka-source-<uuid>` group id is generated: the consumers never join a group or commit, so none
+  is needed (the connector's never commits either).
 """
 from __future__ import annotations
 
