@@ -20,6 +20,10 @@ What the Python Data Source API cannot reproduce (each checked on PySpark 4.3):
   need foreachBatch or a file sink.
 - Option errors that depend on the query kind (endingOffsets in a stream, latest start in a batch) surface when
   the query starts or the batch is planned, not at `.load()`: `DataSource.schema()` cannot tell them apart.
+- An option error reaches the learner wrapped by PySpark ("[PYTHON_DATA_SOURCE_ERROR] ... Traceback ...") with
+  our IllegalArgumentException and the connector's text on its last line, not as a bare Java exception.
+- PySpark 4.3's stream runner calls `reader.stop()` on a reader that failed to construct, burying the error under
+  an UnboundLocalError; so KafkaStreamReader keeps its option error and raises it from its first method instead.
 - No `spark-kafka-source-<uuid>` group id is generated: the consumers never join a group or commit, so none
   is needed (the connector's never commits either).
 """
