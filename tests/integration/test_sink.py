@@ -214,7 +214,8 @@ def test_one_hundred_thousand_records_in_seconds(spark, bootstrap, topic):
     from streamlab.topics import describe_topic
 
     assert sum(last for _, last in describe_topic(name, bootstrap).values()) == 100_000
-    assert elapsed < 20, f"100k records took {elapsed:.1f}s"
+    # About 5 s on this 2-core machine when idle; the margin is for the shared machine under heavy load.
+    assert elapsed < 30, f"100k records took {elapsed:.1f}s"
 
 
 def test_streaming_write_with_a_bad_schema_fails_at_start(spark, bootstrap, topic, tmp_path):
