@@ -119,9 +119,9 @@ def _partitions(client, name: str) -> list[int]:
     return []
 
 
-def _wait(condition, timeout: float = 10.0) -> None:
+def _wait(condition, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            raise TimeoutError("the broker did not apply the topic change within 10 s")
+            raise TimeoutError(f"the broker did not apply the topic change within {timeout:.0f} s")
         time.sleep(0.05)
