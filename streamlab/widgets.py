@@ -271,7 +271,10 @@ class StreamDemo:
             self._thread.join()
         self.stop()
         display(self.chart.static())
-        return pd.DataFrame([vars(b) for b in self.history])
+        from dataclasses import fields
+
+        # the columns exist even when no batch ran (a starved machine), so later cells can still index them
+        return pd.DataFrame([vars(b) for b in self.history], columns=[f.name for f in fields(BatchRecord)])
 
     def stop(self) -> None:
         """Stop the poller, the query and the producer (safe to call twice)."""
