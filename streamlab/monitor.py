@@ -212,8 +212,9 @@ class LagDemo(StreamDemo):
     `script` is a list of `(seconds, rate)` or `(seconds, "burst", n)` steps, timed from the first batch that read
     data and applied from the poller thread (a rate step moves the rate slider, so the browser shows it).
     `duration` counts from that first batch too, so a slow Spark start does not eat the demo. With
-    `stop_when_caught_up=N` the demo also ends once the script is done and the lag is at most N records. `events` holds every progress report as a dict,
-    across query restarts; `samples` the broker-measured lag per partition at each poll.
+    `stop_when_caught_up=N` the demo also ends once the script is done and the lag is at most N records.
+    `events` holds every progress report as a dict, across query restarts; `samples` the broker-measured lag per
+    partition at each poll; `applied` the script steps with the time they were applied.
     """
 
     script: list = field(default_factory=list)
