@@ -425,8 +425,10 @@ class LagDemo(StreamDemo):
             self._thread.join()
         self.stop()
         display(self.chart.static())
-        frame = pd.DataFrame([vars(b) for b in self.history])
-        return frame.rename(columns={"lag": "progress_lag"}) if not frame.empty else frame
+        from dataclasses import fields
+
+        frame = pd.DataFrame([vars(b) for b in self.history], columns=[f.name for f in fields(_Batch)])
+        return frame.rename(columns={"lag": "progress_lag"})  # the same columns even when no batch ran
 
     def run(self):
         """start() then wait() in one cell (for scripts: in a notebook the sliders only act between cells)."""
