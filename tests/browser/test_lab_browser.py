@@ -97,9 +97,10 @@ def test_producer_slider_moves_lag_chart_and_readout(lab):
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
             # Run up to and including the first demo cell, then leave the kernel idle: a kernel applies slider
             # moves only between cells, as it would for a learner running cells one by one.
-            index = page.evaluate("""() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
-                c => c.model.sharedModel.getSource().includes('StreamDemo('))""")
-            assert index > 0, "module 3 has no StreamDemo cell"
+            first_demo = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
+                c => /Demo\\(/.test(c.model.sharedModel.getSource()) && /\\.start\\(\\)/.test(c.model.sharedModel.getSource()))"""
+            page.wait_for_function(f"() => ({first_demo})() > 0", timeout=60_000)  # cells load after the panel
+            index = page.evaluate(first_demo)
             # a click focuses the notebook (its commands act on the focused one) and selects the demo cell
             page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt").click()
             page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-above')")
