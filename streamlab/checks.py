@@ -19,26 +19,25 @@ def grading() -> bool:
     return os.environ.get("STREAMLAB_GRADING") == "1"
 
 
-def expect(passed: bool, name: str, expected: str, found: str, hint: str | None = None) -> bool:
+def expect(passed: bool, name: str, expected: str, found: str, hint: str | None = None) -> None:
     """Report one check: ✅ when `passed`, else the expected/found line (raising under the grader)."""
     if passed:
         print(f"✅ {name}")
-        return True
+        return  # None, so a test cell ending in a check shows no Out[] line
     line = f"❌ {name} — expected {expected}, found {found}."
     if hint:
         line += f" Hint: {hint}"
     if grading():
         raise CheckFailed(line)
     print(line)
-    return False
 
 
-def expect_equal(actual, expected, name: str, hint: str | None = None) -> bool:
+def expect_equal(actual, expected, name: str, hint: str | None = None) -> None:
     """Check that `actual == expected`."""
     return expect(actual == expected, name, repr(expected), repr(actual), hint)
 
 
-def expect_close(actual, expected: float, name: str, rel: float = 0.05, hint: str | None = None) -> bool:
+def expect_close(actual, expected: float, name: str, rel: float = 0.05, hint: str | None = None) -> None:
     """Check that a number is within `rel` (relative) of `expected`."""
     ok = isinstance(actual, (int, float)) and not isinstance(actual, bool) and math.isclose(
         actual, expected, rel_tol=rel, abs_tol=1e-9)

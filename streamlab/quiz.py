@@ -4,7 +4,7 @@ from __future__ import annotations
 from .checks import CheckFailed, expect, grading
 
 
-def check_format(answer, choices: str | None = None, name: str = "answer", number: bool = False) -> bool:
+def check_format(answer, choices: str | None = None, name: str = "answer", number: bool = False) -> None:
     """Visible check: the answer is filled in and has the right form (never says whether it is right)."""
     if number:
         ok = isinstance(answer, (int, float)) and not isinstance(answer, bool)
