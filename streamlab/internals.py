@@ -440,19 +440,23 @@ class PartitionDemo:
             ax.bar([b.at for b in self.history], [b.tasks for b in self.history], width=0.4, color="#4c72b0",
                    label="tasks in the batch")
         if self._steps:  # each knob change, held until the next one and drawn to the end of the demo
-            steps = self._steps + [(max(self._now(), self.duration), *self._steps[-1][1:])]
+            steps = self._steps + [(self._end(), *self._steps[-1][1:])]
             xs = [s[0] for s in steps]
             ax.step(xs, [s[1] for s in steps], where="post", color="#dd8452", linewidth=2,
                     label="partitions of the topic")
             ax.step(xs, [s[2] for s in steps], where="post", color="#c44e52", linestyle="--", linewidth=1,
                     label="minPartitions (0 = unset)")
-        ax.set_xlim(0, max(self.duration, self._now()) + 0.5)
+        ax.set_xlim(0, self._end() + 0.5)
         ax.set_ylim(0, max([b.tasks for b in self.history] + [self.partitions, self.min_partitions, 1]) + 2)
         ax.set_xlabel("seconds since the first batch")
         ax.set_ylabel("count")
-        ax.legend(loc="upper left", fontsize=8)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
         ax.set_title(self.title, fontsize=10)
         return fig
+
+    def _end(self) -> float:
+        # The chart ends at the last batch (or now), not at the time limit.
+        return max([self._now(), *(b.at for b in self.history), 1.0])
 
     def _png(self) -> bytes:
         import io
