@@ -51,12 +51,15 @@ def error_line(exc: BaseException) -> str:
     """A Spark or connector error reduced to `ExceptionName: message` on one line."""
     text = str(exc)
     # The offline engine's errors arrive wrapped in a Python traceback; the connector's come as they are.
-    found = re.findall(r"(\w+(?:Exception|Error)): (.+?)(?:\n SQLSTATE|\Z)", text, flags=re.S)
+    found = re.findall(r"(\w+(?:Exception|Error|Invalid)): (.+?)(?:\s+SQLSTATE|\Z)", text, flags=re.S)
     if found:
         name, message = found[-1]
     else:
         name, message = type(exc).__name__, text
-    return f"{name}: {' '.join(message.split())}"
+    line = f"{name}: {' '.join(message.split())}"
+    if "out of bounds timestamp" in line:  # pandas cannot hold years past 2262: usually ms read as seconds
+        line += " (a timestamp far in the future: were milliseconds read as seconds?)"
+    return line if len(line) <= 400 else line[:397] + "..."
 
 
 def _clean_options(options) -> dict:
