@@ -239,27 +239,6 @@ class LagDemo(StreamDemo):
         """The query's checkpoint folder (kept after the demo stops)."""
         return self._checkpoint
 
-    def _start_query(self):
-        # StreamDemo's query, with a cost that stops sleeping as soon as the demo stops (no long waits on stop).
-        reader = (self.spark.readStream.format("kafka")
-                  .option("kafka.bootstrap.servers", self.bootstrap)
-                  .option("subscribe", self.topic)
-                  .option("startingOffsets", self.starting_offsets))
-        if self.max_offsets:
-            reader = reader.option("maxOffsetsPerTrigger", str(self.max_offsets))
-        cost_s, done = self.cost_ms / 1000, self._done
-
-        def process(batch_df, batch_id):
-            rows = batch_df.count()
-            if cost_s:
-                done.wait(rows * cost_s)
-
-        writer = reader.load().writeStream.foreachBatch(process).option("checkpointLocation", self._checkpoint)
-        if self.trigger_seconds:
-            writer = writer.trigger(processingTime=f"{self.trigger_seconds} seconds")
-        self.chart.cap = self.max_offsets
-        return writer.start()
-
     def events_between(self, start: float | None = None, end: float | None = None) -> list[dict]:
         """The progress events of batches *planned* (triggered) between `start` and `end` s since the demo started.
 

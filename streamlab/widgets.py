@@ -178,12 +178,12 @@ class StreamDemo:
                   .option("startingOffsets", self.starting_offsets))
         if self.max_offsets:
             reader = reader.option("maxOffsetsPerTrigger", str(self.max_offsets))
-        cost_s = self.cost_ms / 1000
+        cost_s, done = self.cost_ms / 1000, self._done
 
         def process(batch_df, batch_id):
             rows = batch_df.count()
             if cost_s:
-                time.sleep(rows * cost_s)
+                done.wait(rows * cost_s)  # the simulated work ends early when the demo stops
 
         writer = reader.load().writeStream.foreachBatch(process).option("checkpointLocation", self._checkpoint)
         if self.trigger_seconds:

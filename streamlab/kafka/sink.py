@@ -419,6 +419,22 @@ class KafkaStreamWriter(_KafkaWriterBase, DataSourceStreamArrowWriter):
 _modes_routed = False
 
 
+def _checked_write_options(writer) -> dict:
+    """The writer's Kafka options, validated on the driver as the connector does before any task runs."""
+    from pyspark.errors import AnalysisException
+    from pyspark.errors import IllegalArgumentException as PySparkIllegalArgumentException
+
+    given = {k: v for k, v in getattr(writer, "_streamlab_options", {}).items() if v is not None}
+    try:
+        producer_config(given)
+        plan_write(writer._df.schema, option(given, TOPIC))
+    except IllegalArgumentException as exc:
+        raise PySparkIllegalArgumentException(message=str(exc)) from None
+    except ValueError as exc:
+        raise AnalysisException(message=str(exc)) from None
+    return given
+
+
 def route_save_modes() -> None:
     """Make `df.write.format("kafka")` accept Append and ErrorIfExists and reject Overwrite and Ignore, as Spark does.
 
@@ -433,7 +449,6 @@ def route_save_modes() -> None:
     if _modes_routed:
         return
     from pyspark.errors import AnalysisException
-    from pyspark.errors import IllegalArgumentException as PySparkIllegalArgumentException
     from pyspark.sql.readwriter import DataFrameWriter
     from pyspark.sql.utils import to_str
 
@@ -473,14 +488,7 @@ def route_save_modes() -> None:
             chosen = getattr(self, "_streamlab_mode", "errorifexists")
             if chosen in ("overwrite", "ignore"):
                 raise AnalysisException(message=SAVE_MODE_MESSAGE.format(mode=chosen.capitalize()))
-            given = {k: v for k, v in getattr(self, "_streamlab_options", {}).items() if v is not None}
-            try:
-                producer_config(given)
-                plan_write(self._df.schema, option(given, TOPIC))
-            except IllegalArgumentException as exc:
-                raise PySparkIllegalArgumentException(message=str(exc)) from None
-            except ValueError as exc:
-                raise AnalysisException(message=str(exc)) from None
+            _checked_write_options(self)
             originals["mode"](self, "append")
         return originals["save"](self, path)
 
@@ -507,8 +515,6 @@ def route_stream_writes() -> None:
     global _streams_routed
     if _streams_routed:
         return
-    from pyspark.errors import AnalysisException
-    from pyspark.errors import IllegalArgumentException as PySparkIllegalArgumentException
     from pyspark.sql.streaming.readwriter import DataStreamWriter
     from pyspark.sql.utils import to_str
 
@@ -548,14 +554,7 @@ def route_stream_writes() -> None:
         if queryName is not None:
             self.queryName(queryName)
         if getattr(self, "_streamlab_kafka", False):
-            given = {k: v for k, v in getattr(self, "_streamlab_options", {}).items() if v is not None}
-            try:
-                producer_config(given)
-                plan_write(self._df.schema, option(given, TOPIC))
-            except IllegalArgumentException as exc:
-                raise PySparkIllegalArgumentException(message=str(exc)) from None
-            except ValueError as exc:
-                raise AnalysisException(message=str(exc)) from None
+            given = _checked_write_options(self)
             if getattr(self, "_streamlab_output_mode", "append") == "update":
                 self.foreachBatch(_batch_writer(given))
         return originals["start"](self, path)
