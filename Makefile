@@ -22,8 +22,8 @@ setup: $(STAMP) ## create .venv with the pinned packages (seconds when already d
 	@$(PY) -c "import streamlab; streamlab.java_version()" || exit 1
 	@$(PY) -m streamlab broker start
 
-lab: setup ## set up, start the broker and open JupyterLab on the notebooks (127.0.0.1, with a token)
-	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=notebooks --no-browser $(if $(filter 0,$(shell id -u)),--allow-root)
+lab: setup ## set up, start the broker and JupyterLab on the notebooks (127.0.0.1, with a token); Ctrl-C stops both
+	@trap '$(PY) -m streamlab broker stop' EXIT; $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=notebooks --no-browser $(if $(filter 0,$(shell id -u)),--allow-root)
 
 browser-deps: ## install Debian's Chromium for the browser test (needs root; CI does this)
 	@if ! command -v chromium >/dev/null; then \
