@@ -35,6 +35,26 @@ def _engine_seconds(spark, topic: str, bootstrap: str, expected: int) -> float:
     return elapsed
 
 
+def _write_seconds(spark, bootstrap: str) -> tuple[float, float]:
+    from streamlab import topics
+    from streamlab.producer import produce
+
+    df = spark.sql(f"SELECT cast(id AS string) AS key, repeat('x', 100) AS value FROM range({RECORDS})").cache()
+    df.count()
+    sink_topic, raw_topic = (topics.create_topic(topics.unique_name(p), 2) for p in ("bench-sink", "bench-raw"))
+    try:
+        start = time.perf_counter()
+        df.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", sink_topic).save()
+        sink_s = time.perf_counter() - start
+        start = time.perf_counter()
+        produce(raw_topic, RECORDS, value_fn=lambda i: "x" * 100, progress=False)
+        raw_s = time.perf_counter() - start
+    finally:
+        df.unpersist()
+        topics.delete_topic(sink_topic, raw_topic)
+    return sink_s, raw_s
+
+
 def _batch_ms(query) -> list[float]:
     return [p["durationMs"]["triggerExecution"] for p in query.recentProgress if p["numInputRows"]]
 
@@ -75,6 +95,10 @@ def main() -> int:
         print(f"  engine / raw consumer read rate: {raw / eng:.2f}  (target >= 0.70)")
         # the engine skips CRC checks by default (kafka.check.crcs=true restores them): the like-for-like ratio
         print(f"  engine / raw consumer without CRC checks: {raw_no_crc / eng:.2f}")
+        sink_s, producer_s = _write_seconds(spark, bootstrap)
+        print(f"write {RECORDS:,} records: kafka-python producer {RECORDS / producer_s:,.0f} rec/s, "
+              f"offline engine's sink {RECORDS / sink_s:,.0f} rec/s")
+        print(f"  sink / raw producer write rate: {producer_s / sink_s:.2f}")
         kafka_ms, rate_ms = _per_batch_overhead(spark, topic, bootstrap)
         print(f"median batch of {BATCH:,} rows: kafka source {kafka_ms:.0f} ms, built-in rate source {rate_ms:.0f} ms")
         print(f"  kafka batch / rate batch time: {kafka_ms / rate_ms:.2f}")

@@ -54,13 +54,23 @@ def add_partitions(name: str, total: int, bootstrap: str | None = None) -> None:
 
 
 def delete_topic(*names: str, bootstrap: str | None = None) -> None:
-    """Delete topics that exist; names that do not exist are ignored."""
+    """Delete topics that exist and wait until they are gone; names that do not exist are ignored."""
     client = admin(bootstrap)
     try:
-        existing = [n for n in names if n in client.list_topics()]
-        if existing:
-            client.delete_topics(existing)
-            _wait(lambda: not set(existing) & set(client.list_topics()))
+        deadline = time.monotonic() + 30
+        # A client that still knows a deleted topic (a cached producer refreshing its metadata) can have the
+        # broker auto-create it again, so delete until it stays gone.
+        while existing := [n for n in names if n in client.list_topics()]:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topics {existing} were still listed 30 s after being deleted")
+            try:
+                client.delete_topics(existing)
+            except Exception:
+                pass  # deleted by a concurrent call in between: the loop looks again
+            try:
+                _wait(lambda: not set(existing) & set(client.list_topics()), timeout=5)
+            except TimeoutError:
+                continue
     finally:
         client.close()
 

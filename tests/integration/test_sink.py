@@ -205,17 +205,14 @@ def test_streaming_write_commits_every_batch(spark, bootstrap, topic, tmp_path):
     assert len(written) >= 150 and written == list(range(len(written)))
 
 
-def test_one_hundred_thousand_records_in_seconds(spark, bootstrap, topic):
+def test_one_hundred_thousand_records_all_arrive(spark, bootstrap, topic):
+    """A bulk write delivers every record (its speed is measured by `make bench`, not here)."""
     name = topic(partitions=3)
     df = spark.sql("SELECT cast(id AS string) AS key, to_json(named_struct('id', id)) AS value FROM range(100000)")
-    started = time.monotonic()
     write(df, bootstrap, topic=name).save()
-    elapsed = time.monotonic() - started
     from streamlab.topics import describe_topic
 
     assert sum(last for _, last in describe_topic(name, bootstrap).values()) == 100_000
-    # About 5 s on this 2-core machine when idle; the margin is for the shared machine under heavy load.
-    assert elapsed < 30, f"100k records took {elapsed:.1f}s"
 
 
 def test_streaming_write_with_a_bad_schema_fails_at_start(spark, bootstrap, topic, tmp_path):
