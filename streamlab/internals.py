@@ -12,7 +12,7 @@ import re
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields, field
 
 from .broker import ensure_broker
 
@@ -553,4 +553,5 @@ class PartitionDemo:
             self._thread.join()
         self.stop()
         display(Image(self._png()))
-        return pd.DataFrame([vars(b) for b in self.history])
+        # the columns exist even when no batch ran (a starved machine), so later cells can still index them
+        return pd.DataFrame([vars(b) for b in self.history], columns=[f.name for f in fields(BatchTasks)])
