@@ -101,10 +101,15 @@ def test_producer_slider_moves_lag_chart_and_readout(lab):
                 c => /Demo\\(/.test(c.model.sharedModel.getSource()) && /\\.start\\(\\)/.test(c.model.sharedModel.getSource()))"""
             page.wait_for_function(f"() => ({first_demo})() > 0", timeout=60_000)  # cells load after the panel
             index = page.evaluate(first_demo)
-            # a click focuses the notebook (its commands act on the focused one) and selects the demo cell
-            page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputPrompt").click()
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-above')")
-            page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-cell')")
+            # Cell by cell, each awaited: "run all above" can fire before the kernel is ready and do nothing.
+            page.evaluate("""async (last) => {
+                const app = window.jupyterapp, panel = app.shell.currentWidget, nb = panel.content;
+                await panel.sessionContext.ready;
+                app.shell.activateById(panel.id);
+                for (let i = 0; i <= last; i++) {
+                    nb.activeCellIndex = i;
+                    await app.commands.execute('notebook:run-cell');
+                } }""", index)
             readout = page.locator(".widget-html-content code").first
             readout.wait_for(timeout=120_000)
             page.wait_for_function(
