@@ -20,7 +20,8 @@ def _jars(only: str | None = None) -> int:
             print(line)
     except LabError as exc:
         if _in_ci() or os.environ.get("STREAMLAB_ENGINE", "").lower() == "connector":
-            print(f"error: {exc}", file=sys.stderr)
+            why = "CI=true" if _in_ci() else "STREAMLAB_ENGINE=connector"
+            print(f"error: {exc} ({why}: the real stack is required, no fallback)", file=sys.stderr)
             return 1
         print(f"warning: {exc}\nwarning: until then the lab runs on the offline fallback (noida-db and "
               "streamlab's re-creation of the connector; see README, 'The offline fallback').", file=sys.stderr)
@@ -35,6 +36,10 @@ def _lab(port: int) -> int:
 
     from .broker import broker_port, external_bootstrap, probe, stop_broker
 
+    if probe(f"127.0.0.1:{port}", timeout=1.0) != "closed":
+        print(f"error: port {port} is taken (is a lab already running? `jupyter server list` shows it); "
+              f"stop it, or start this one with `make lab LAB_PORT={port + 1}`", file=sys.stderr)
+        return 1
     ran_before = bool(external_bootstrap()) or probe(f"127.0.0.1:{broker_port()}") != "closed"
     if main(["setup"]):
         return 1
@@ -47,10 +52,6 @@ def _lab(port: int) -> int:
            "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root / 'notebooks'}", "--no-browser"]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
-    if probe(f"127.0.0.1:{port}", timeout=1.0) != "closed":
-        print(f"error: port {port} is taken (is a lab already running? `jupyter server list` shows it); "
-              f"stop it, or start this one with `make lab LAB_PORT={port + 1}`", file=sys.stderr)
-        return 1
     proc = subprocess.Popen(cmd, env=env, cwd=root)
     try:
         return proc.wait()

@@ -308,10 +308,9 @@ def _log_tail(folder: Path) -> str:
 
 
 def _damage_hint(folder: Path) -> str:
-    if any(word in _log_tail(folder) for word in ("meta.properties", "corrupt", "CorruptRecord", "InconsistentTopicId",
-                                                  "Invalid cluster.id", "storage")):
-        return (". Its data folder looks damaged: `python -m streamlab broker reset` deletes it "
-                "(and the lab's topics) and starts afresh")
+    if (folder / "data" / "meta.properties").is_file():
+        return (". If its data folder was damaged (a crash while writing it), `python -m streamlab broker reset` "
+                "deletes it, and the lab's topics, and starts afresh")
     return ""
 
 

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import atexit
+import sys
+import threading
+import time
 
 from . import topics as _topics
-from .broker import ensure_broker
+from .broker import ensure_broker, probe
+from .errors import LabError
 from .session import chosen_engine, engine, spark
 
 _made_topics: list[str] = []
@@ -27,12 +31,107 @@ def setup():
     print(f"broker    {bootstrap}")
     print(f"spark     {session.version} (local[2])")
     print(f"engine    {kind}: {ENGINE_NOTES[kind]}" + (f" ({why})" if kind == "offline" else ""))
+    BrokerWatch.start_for(session, bootstrap)
     return session, bootstrap
+
+
+class BrokerWatch(threading.Thread):
+    """Stops the session's queries within seconds when the broker stops answering, and says so in one line.
+
+    Without it, Spark's connector waits on the lost broker: a query hangs with no batch and no error, or fails
+    a minute later with a long Java trace. In a notebook the line is printed at the end of the running cell
+    (IPython's post_run_cell event), so it lands where the learner is looking.
+    """
+
+    INTERVAL_S = 1.0
+    MISSES = 3
+    _current: "BrokerWatch | None" = None
+
+    def __init__(self, session, bootstrap: str):
+        super().__init__(name="streamlab-broker-watch", daemon=True)
+        self.session, self.bootstrap = session, bootstrap
+        self.lost: str | None = None
+        self._reported = False
+        self._done = threading.Event()
+
+    @classmethod
+    def start_for(cls, session, bootstrap: str) -> "BrokerWatch":
+        """Watch `bootstrap` for `session` (replacing an earlier watch, as a re-run setup cell does)."""
+        if cls._current is not None:
+            cls._current.stop()
+        cls._current = watch = cls(session, bootstrap)
+        watch.start()
+        shell = _ipython()
+        if shell is not None:
+            shell.events.register("post_run_cell", watch._report)
+        return watch
+
+    def stop(self) -> None:
+        """Stop watching."""
+        self._done.set()
+        shell = _ipython()
+        if shell is not None:
+            try:
+                shell.events.unregister("post_run_cell", self._report)
+            except ValueError:
+                pass
+
+    def run(self) -> None:
+        misses = 0
+        while not self._done.wait(self.INTERVAL_S):
+            try:
+                active = list(self.session.streams.active)
+            except Exception:
+                return  # the session was stopped
+            if not active or probe(self.bootstrap, timeout=1.0) == "kafka":
+                misses = 0
+                continue
+            misses += 1
+            if misses < self.MISSES:
+                continue
+            self.lost = (f"The Kafka broker at {self.bootstrap} stopped answering, so streamlab stopped "
+                         f"{len(active)} running quer{'y' if len(active) == 1 else 'ies'}. Start it again "
+                         "(`python -m streamlab broker start` in a terminal, or re-run the setup cell), "
+                         "then re-run the cell.")
+            self._reported = False
+            if _ipython() is None:
+                print(f"⚠️  {self.lost}", file=sys.stderr, flush=True)
+                self._reported = True
+            for query in active:
+                try:
+                    # Returns once the query is marked stopped; its thread may still sit in a Kafka call that
+                    # Spark runs uninterruptibly (up to the client's 60 s API timeout), bounded by stopTimeout.
+                    query.stop()
+                except Exception:
+                    pass
+            misses = 0
+
+    def _report(self, *_args) -> None:
+        if self.lost and not self._reported:
+            self._reported = True
+            print(f"⚠️  {self.lost}")
+
+
+def _ipython():
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    return get_ipython()
+
+
+def check_broker() -> None:
+    """Raise a LabError naming the fix when the lab's broker stopped answering (for loops that wait on it)."""
+    if _bootstrap and probe(_bootstrap[0], timeout=1.0) != "kafka":
+        raise LabError(f"The Kafka broker at {_bootstrap[0]} is not answering: start it again "
+                       "(`python -m streamlab broker start`, or re-run the setup cell).")
 
 
 def new_topic(prefix: str = "lab", partitions: int = 1) -> str:
     """A fresh topic for this notebook, deleted by cleanup()."""
-    name = _topics.create_topic(_topics.unique_name(prefix), partitions)
+    if not _bootstrap:
+        _bootstrap.append(ensure_broker())
+    name = _topics.create_topic(_topics.unique_name(prefix), partitions, _bootstrap[0])
     _made_topics.append(name)
     return name
 
@@ -45,14 +144,30 @@ def cleanup(session=None) -> str:
 
     session = session or SparkSession.getActiveSession()
     queries = list(session.streams.active) if session is not None else []
-    for query in queries:
-        query.stop()
+    broker_lost = bool(_bootstrap) and probe(_bootstrap[0], timeout=1.0) != "kafka"
+    stoppers = [threading.Thread(target=_stop_quietly, args=(q,), daemon=True) for q in queries]
+    for stopper in stoppers:
+        stopper.start()
+    for stopper in stoppers:
+        # With the broker gone, a query's thread may sit in a Kafka call for up to a minute: do not wait for it.
+        stopper.join(timeout=3.0 if broker_lost else None)
     stop_all()
     gone = list(_made_topics)
-    if gone:
-        _topics.delete_topic(*gone)
     _made_topics.clear()
+    if gone and broker_lost:
+        # Never start a broker the learner stopped, nor wait on one that is gone: the topics have unique names.
+        return (f"stopped {len(queries)} queries and every background producer; the broker is not answering, "
+                f"so {len(gone)} topics were left on it")
+    if gone:
+        _topics.delete_topic(*gone, bootstrap=_bootstrap[0] if _bootstrap else None)
     return f"stopped {len(queries)} queries and every background producer, deleted {len(gone)} topics"
+
+
+def _stop_quietly(query) -> None:
+    try:
+        query.stop()
+    except Exception:
+        pass  # a stop timeout: the query is already marked stopped and its thread ends by itself
 
 
 @atexit.register

@@ -69,6 +69,8 @@ def spark():
         # stream execution thread in java.util.regex, printing a 1024-frame trace at every stop.
         .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log_conf} -Xss16m")
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+        # query.stop() waits at most this long for a stream thread blocked on a lost broker.
+        .config("spark.sql.streaming.stopTimeout", "15s")
         .config("spark.python.worker.reuse", "true")
         .config("spark.ui.showConsoleProgress", "false")
     )

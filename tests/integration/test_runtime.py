@@ -5,9 +5,7 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
@@ -42,28 +40,6 @@ def _pid_alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
-def test_broker_cli_start_status_stop_leaves_no_process():
-    """`python -m streamlab broker start|status|stop` manages a broker and leaves no process behind."""
-    port = str(_free_port())
-    env = {"STREAMLAB_BROKER_PORT": port, "KAFKA_BOOTSTRAP": ""}
-    started, _ = _cli("broker", "start", env=env)
-    assert started.returncode == 0, started.stderr
-    assert f"127.0.0.1:{port}" in started.stdout
-    pid = int((broker.ROOT / ".streamlab" / f"broker-{port}" / "broker.pid").read_text())
-    assert _pid_alive(pid)
-    again, seconds = _cli("broker", "start", env=env)
-    assert again.returncode == 0 and seconds < 10, "a second start should reuse the running broker"
-    status, _ = _cli("broker", "status", env=env)
-    assert f"127.0.0.1:{port}: kafka" in status.stdout
-    stopped, _ = _cli("broker", "stop", env=env)
-    assert "broker stopped" in stopped.stdout
-    deadline = time.monotonic() + 5
-    while _pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _pid_alive(pid), "the broker binary outlived `broker stop`"
-    assert broker.probe(f"127.0.0.1:{port}") == "closed"
-
-
 def test_kafka_bootstrap_pointing_at_nothing(monkeypatch):
     """KAFKA_BOOTSTRAP at a closed port: a one-line error naming the fix within seconds."""
     monkeypatch.setenv("KAFKA_BOOTSTRAP", f"127.0.0.1:{_free_port()}")
@@ -73,34 +49,13 @@ def test_kafka_bootstrap_pointing_at_nothing(monkeypatch):
     assert time.monotonic() - started < 10
 
 
-def test_broker_port_taken_by_something_else(monkeypatch):
-    """A non-Kafka server on the broker port is named as such, with the variable that moves the broker."""
-
-    class Quiet(BaseHTTPRequestHandler):
-        def log_message(self, *args):
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Quiet)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        monkeypatch.delenv("KAFKA_BOOTSTRAP", raising=False)
-        monkeypatch.setenv("STREAMLAB_BROKER_PORT", str(server.server_port))
-        started = time.monotonic()
-        with pytest.raises(streamlab.LabError, match="not Kafka.*STREAMLAB_BROKER_PORT="):
-            streamlab.ensure_broker()
-        assert time.monotonic() - started < 10
-    finally:
-        server.shutdown()
-
-
-def test_missing_broker_binary(monkeypatch, tmp_path):
-    """A noida-db install without its binary says to run make setup."""
+def test_missing_offline_broker_binary(monkeypatch, tmp_path):
+    """A noida-db install without its binary (the offline fallback) says to run make setup."""
     import noida_db
 
     monkeypatch.setattr(noida_db, "__file__", str(tmp_path / "__init__.py"))
     with pytest.raises(streamlab.LabError, match="binary is missing.*make setup"):
-        broker._binary()
+        broker._start_noida(_free_port(), tmp_path)
 
 
 def test_missing_java_is_one_line(tmp_path):
@@ -124,13 +79,13 @@ def test_old_java_is_refused(tmp_path):
     assert "Traceback" not in done.stderr
 
 
-def test_engine_is_offline_without_the_connector(spark):
-    """Without the connector jar, format("kafka") is served by the offline engine, and the setup line says so."""
-    assert streamlab.engine(spark) == "offline"
-    schema = spark.read.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:1") \
-        .option("subscribe", "x").load().schema
-    assert [f.name for f in schema.fields] == [
-        "key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+def test_the_default_engine_is_spark_s_own_connector(spark, bootstrap):
+    """format("kafka") is Spark's KafkaSourceProvider, with no routing, on an Apache Kafka broker."""
+    assert streamlab.engine(spark) == "connector"
+    assert streamlab.session.chosen_engine()[0] == "connector"
+    plan = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap) \
+        .option("subscribe", "x").load()._jdf.queryExecution().analyzed().toString()
+    assert "KafkaSourceProvider" in plan or "KafkaRelation" in plan, plan[:300]
 
 
 def test_spark_ui_and_driver_bind_to_loopback(spark):
