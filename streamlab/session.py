@@ -56,34 +56,59 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     log_conf = Path(__file__).with_name("log4j2.properties")
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("streamlab")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.ui.enabled", os.environ.get("STREAMLAB_SPARK_UI", "false"))
-        .config("spark.ui.host", "127.0.0.1")
-        # -Xss: stopping a query whose foreachBatch is running overflows the default 1 MB stack of Spark 4.3's
-        # stream execution thread in java.util.regex, printing a 1024-frame trace at every stop.
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log_conf} -Xss16m")
-        .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
+    conf = {
+        "spark.master": "local[2]",
+        "spark.app.name": "streamlab",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.ui.enabled": os.environ.get("STREAMLAB_SPARK_UI", "false"),
+        "spark.ui.host": "127.0.0.1",
+        # -Xss: stopping a query whose foreachBatch is running can overflow the stream execution thread's
+        # default 1 MB stack in java.util.regex, printing a 1024-frame trace at every stop.
+        "spark.driver.extraJavaOptions": f"-Dlog4j.configurationFile=file:{log_conf} -Xss16m",
+        "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
         # query.stop() waits at most this long for a stream thread blocked on a lost broker.
-        .config("spark.sql.streaming.stopTimeout", "15s")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
-    kind, _ = chosen_engine()
-    if kind == "connector":
+        "spark.sql.streaming.stopTimeout": "15s",
+        "spark.python.worker.reuse": "true",
+        "spark.ui.showConsoleProgress": "false",
+    }
+    if chosen_engine()[0] == "connector":
         from .jars import connector_jars
 
         # On the driver's class path (local mode: the executors share its JVM), straight from the set-up cache.
-        builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(str(p) for p in connector_jars()))
+        conf["spark.driver.extraClassPath"] = os.pathsep.join(str(p) for p in connector_jars())
+    _launch_quiet_jvm(conf)
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     _enable_kafka(session)
     return session
+
+
+def _launch_quiet_jvm(conf: dict) -> None:
+    """Start Spark's JVM with its console output in .streamlab/spark.log, so no start-up line reaches a cell.
+
+    ipykernel forwards a child process's stderr into the running cell; the JVM's banner lines ("Setting default
+    log level...", incubator-module warnings) are not the lesson. Errors still reach the learner as exceptions.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    from .jars import state_dir
+
+    if SparkContext._gateway is not None:
+        return
+    state_dir().mkdir(parents=True, exist_ok=True)
+    log = open(state_dir() / "spark.log", "ab")
+    spark_conf = SparkConf(loadDefaults=False)
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    SparkContext._gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
+    SparkContext._jvm = SparkContext._gateway.jvm
 
 
 def _connector_on_classpath(session) -> bool:
