@@ -46,9 +46,9 @@ bench: setup ## print the benchmark ratios (engine vs raw consumer, grading vs r
 release: setup ## regenerate notebooks/ (student versions) from solutions/ with nbgrader
 	$(PY) -m grader release
 
-broker-start: setup ## start the embedded broker
-broker-stop: ## stop the embedded broker
+broker-start: setup ## start the lab's Kafka broker
+broker-stop: ## stop the lab's Kafka broker (if streamlab started it)
 	@test -x $(PY) && $(PY) -m streamlab broker stop || true
 
-clean: broker-stop ## stop the broker and remove generated state (not .venv)
-	rm -rf .streamlab test-results
+clean: broker-stop ## stop the broker and delete its data and the logs (not .venv, not the jar cache)
+	rm -rf .streamlab/kafka-* .streamlab/noida-* .streamlab/spark.log test-results
