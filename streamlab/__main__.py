@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from .errors import LabError
 
@@ -28,11 +29,32 @@ def _jars(only: str | None = None) -> int:
     return 0
 
 
+NBGRADER_SERVER_EXTENSIONS = ("formgrader", "assignment_list", "course_list", "validate_assignment")
+
+
+def _learner_jupyter_config() -> Path:
+    """A Jupyter config folder for the learner's lab: nbgrader's instructor panels switched off.
+
+    They grade from a gradebook the learner does not have; instructors run `jupyter lab` from .venv as usual
+    (see grader/README.md).
+    """
+    import json
+
+    from .jars import state_dir
+
+    folder = state_dir() / "jupyter-config"
+    (folder / "labconfig").mkdir(parents=True, exist_ok=True)
+    (folder / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"@jupyter/nbgrader": True}}, indent=1))
+    (folder / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {"jpserver_extensions": {
+        f"nbgrader.server_extensions.{name}": False for name in NBGRADER_SERVER_EXTENSIONS}}}, indent=1))
+    return folder
+
+
 def _lab(port: int) -> int:
     """Set up, serve JupyterLab, and on exit stop the broker only if this command started it."""
     import signal
     import subprocess
-    from pathlib import Path
 
     from .broker import broker_port, external_bootstrap, probe, stop_broker
 
@@ -47,7 +69,8 @@ def _lab(port: int) -> int:
     venv_bin = str(Path(sys.executable).parent)
     env = dict(os.environ, VIRTUAL_ENV=str(Path(venv_bin).parent),
                # JupyterLab's terminals get the course's environment, so `python -m grader check` works there.
-               PATH=venv_bin + os.pathsep + os.environ.get("PATH", ""))
+               PATH=venv_bin + os.pathsep + os.environ.get("PATH", ""),
+               JUPYTER_CONFIG_DIR=str(_learner_jupyter_config()))
     cmd = [sys.executable, "-m", "jupyter", "lab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
            "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root / 'notebooks'}", "--no-browser"]
     if os.geteuid() == 0:
