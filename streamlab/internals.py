@@ -4,6 +4,11 @@ send hand-made records, and a live demo of partitions → tasks.
 The tracing runs a real query (`trigger(availableNow=True)`, foreachBatch) and, per micro-batch, records how many
 Spark partitions (= tasks of the stage that reads Kafka) the batch has and which Kafka offsets each task read,
 using `spark_partition_id()`. It works the same on both engines.
+
+Consumer groups: Spark's connector gives its executors' Kafka consumers a generated `group.id`, but they
+`assign()` their partitions and never commit, so the broker never hears of that group. `spark_group_ids` finds
+the ids where they do exist: in the Kafka clients living in Spark's JVM (local mode: the driver's), each
+registered under JMX as `consumer-<group.id>-<n>`.
 """
 from __future__ import annotations
 
@@ -48,18 +53,40 @@ class Trace:
 
 
 def error_line(exc: BaseException) -> str:
-    """A Spark or connector error reduced to `ExceptionName: message` on one line."""
-    text = str(exc)
-    # The offline engine's errors arrive wrapped in a Python traceback; the connector's come as they are.
-    found = re.findall(r"(\w+(?:Exception|Error|Invalid)): (.+?)(?:\s+SQLSTATE|\Z)", text, flags=re.S)
-    if found:
-        name, message = found[-1]
+    """A Spark or connector error reduced to `ExceptionName: message` on one line: the JVM root cause when there is
+    one (a failed query's `StreamingQueryException` is only the envelope), else the last error named in its text."""
+    root = _jvm_root_cause(exc)
+    if root is not None and root[0] != "PythonException" and "Traceback (most recent call last)" not in root[1]:
+        name, message = root
     else:
-        name, message = type(exc).__name__, text
-    line = f"{name}: {' '.join(message.split())}"
+        # A Python error (in foreachBatch, or the offline engine's source) arrives as a Python traceback in the text.
+        text = str(exc)
+        found = re.findall(r"(\w+(?:Exception|Error|Invalid)): (.+?)(?:\s+SQLSTATE|\s+at [\w.$]+\(|\Z)", text,
+                           flags=re.S)
+        if found:
+            name, message = found[-1]
+        else:
+            name, message = type(exc).__name__, text
+    line = f"{name}: {' '.join(str(message).split())}"
     if "out of bounds timestamp" in line:  # pandas cannot hold years past 2262: usually ms read as seconds
         line += " (a timestamp far in the future: were milliseconds read as seconds?)"
     return line if len(line) <= 400 else line[:397] + "..."
+
+
+def _jvm_root_cause(exc: BaseException):
+    """(simple class name, message) of the deepest cause of a JVM exception behind `exc`, or None (not from the JVM)."""
+    origin = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
+    if origin is None:
+        return None
+    try:
+        for _ in range(20):  # a cause chain, not a cycle
+            cause = origin.getCause()
+            if cause is None:
+                break
+            origin = cause
+        return origin.getClass().getSimpleName(), origin.getMessage() or ""
+    except Exception:  # noqa: BLE001 - the gateway is gone, or not a Throwable: fall back to the text
+        return None
 
 
 def _clean_options(options) -> dict:
@@ -225,6 +252,81 @@ def consumer_groups(bootstrap: str | None = None):
         return pd.DataFrame(rows, columns=["group", "state", "topic", "partition", "committed_offset"])
     finally:
         client.close()
+
+
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_SPARK_GROUP = re.compile(rf"^(?P<prefix>.+?)-(?P<uuid>{_UUID})(?:-(?P<hash>-?\d+))?(?P<role>-executor|-driver)?$")
+
+
+def spark_group_ids(spark):
+    """The group ids of the Kafka consumers living in Spark's JVM (in local mode the executors run there too).
+
+    Kafka clients register under JMX as `consumer-<group.id>-<n>`. One row per group id: which query kind made
+    it (`spark-kafka-source-…` for a stream, `spark-kafka-relation-…` for a batch read, unless `groupIdPrefix`
+    says otherwise), the uuid, the hash of the source's checkpoint path (streams only), the role suffix and how
+    many consumers use it. Empty on the offline engine, whose Python consumers have no group id.
+    """
+    import pandas as pd
+
+    columns = ["group", "kind", "uuid", "checkpoint_hash", "role", "consumers"]
+    counts: dict = {}
+    for client in _jmx_client_ids(spark, "kafka.consumer:type=app-info,*"):
+        found = re.match(r"^consumer-(.+)-\d+$", client)
+        if found:
+            counts[found.group(1)] = counts.get(found.group(1), 0) + 1
+    rows = []
+    for group, n in sorted(counts.items()):
+        parts = _SPARK_GROUP.match(group)
+        if parts is None:
+            continue  # a consumer that is not Spark's
+        kind = {"spark-kafka-source": "stream", "spark-kafka-relation": "batch read"}.get(parts["prefix"], "?")
+        rows.append({"group": group, "kind": kind, "uuid": parts["uuid"],
+                     "checkpoint_hash": int(parts["hash"]) if parts["hash"] else None,
+                     "role": (parts["role"] or "").lstrip("-") or None, "consumers": n})
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["checkpoint_hash"] = frame["checkpoint_hash"].astype("Int64")  # whole numbers, <NA> for batch reads
+    return frame
+
+
+def _jmx_client_ids(spark, pattern: str) -> list[str]:
+    """The `client-id` of every MBean matching `pattern` in Spark's JVM ([] when there is no JVM to ask)."""
+    try:
+        jvm, gateway = spark.sparkContext._jvm, spark.sparkContext._gateway
+        server = jvm.java.lang.management.ManagementFactory.getPlatformMBeanServer()
+        # The server's class is internal to the JDK: call queryNames through its public interface.
+        types = gateway.new_array(jvm.java.lang.Class, 2)
+        types[0] = jvm.java.lang.Class.forName("javax.management.ObjectName")
+        types[1] = jvm.java.lang.Class.forName("javax.management.QueryExp")
+        query = jvm.java.lang.Class.forName("javax.management.MBeanServer").getMethod("queryNames", types)
+        args = gateway.new_array(jvm.java.lang.Object, 2)
+        args[0] = jvm.javax.management.ObjectName(pattern)
+        names = query.invoke(server, args)
+        return sorted({str(n.getKeyProperty("client-id")) for n in names if n.getKeyProperty("client-id")})
+    except Exception:  # noqa: BLE001 - Spark Connect or a stopped session: nothing to list
+        return []
+
+
+def checkpoint_hash(checkpoint_dir, source: int = 0) -> int:
+    """The number Spark puts in a stream's group id: Java's String.hashCode of the source's metadata path,
+    `file:<checkpoint>/sources/<source>` for a local checkpoint folder."""
+    from pathlib import Path
+
+    text = f"file:{Path(checkpoint_dir).resolve()}/sources/{source}"
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():  # Java hashes UTF-16 code units
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def driver_groups(spark, bootstrap: str | None = None):
+    """Consumer groups on the broker named `<base>-driver-<n>`, where `<base>-executor` is a group of this JVM's
+    Spark consumers: the groups the driver's consumer leaves behind on the old offset-fetching path
+    (spark.sql.streaming.kafka.useDeprecatedOffsetFetching=true, the default before Spark 3.4)."""
+    ours = {g[: -len("-executor")] for g in spark_group_ids(spark).group if g.endswith("-executor")}
+    groups = consumer_groups(bootstrap)
+    base = groups.group.str.replace(r"-driver-\d+$", "", regex=True)
+    keep = groups.group.str.contains(r"-driver-\d+$", regex=True) & base.isin(ours)
+    return groups[keep].reset_index(drop=True)
 
 
 def consume_and_commit(topic: str, group: str, bootstrap: str | None = None, timeout: float = 10.0) -> int:
