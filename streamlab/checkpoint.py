@@ -1,6 +1,6 @@
 """Read a Structured Streaming checkpoint folder: what each batch planned, what it committed, where a restart resumes.
 
-The layout, as Spark writes it (checked against real checkpoints of Spark 4.3):
+The layout, as Spark writes it (checked against real checkpoints of Spark 4.2):
 - `metadata`: `{"id": "<query id>"}`, the id that stays the same across restarts;
 - `offsets/N`: written *before* batch N runs. Line 1 is the log version (`v1`), line 2 the batch metadata JSON
   (`batchWatermarkMs`, `batchTimestampMs`, `conf`), then one line per source in the query's source order: that
@@ -9,12 +9,14 @@ The layout, as Spark writes it (checked against real checkpoints of Spark 4.3):
 - `commits/N`: written *after* batch N finished (`v1`, then `{"nextBatchWatermarkMs":0}`);
 - `sources/<i>/0`: source i's initial offsets, written by the sources that keep them (Spark's Kafka source writes
   `v1` and the JSON, after a NUL byte kept for old Spark versions; the built-in `rate` source writes its start time).
-  The offline engine (our Python data source) writes none: Spark does not offer Python sources that file, and the
-  start of batch 0 is recomputed from `startingOffsets` until batch 0 is in `offsets/0`.
+  It is written once, when the query first starts: a restart, even after a crash in batch 0, starts batch 0
+  there and never resolves `startingOffsets` again. (The offline fallback's Python source writes none: Spark
+  does not offer Python sources that file.)
 - files starting with `.` (`.0.crc`, temporary files) are Hadoop's, not part of the log.
 
 On restart Spark reads the latest `offsets/N`: if `commits/N` exists the next batch starts at its end; if not,
-batch N is re-run with exactly the same offsets (that is why the Kafka sink is at-least-once).
+batch N is re-run with exactly the same offsets (that is why the Kafka sink is at-least-once). That is default
+micro-batch execution; real-time mode and asynchronous progress tracking write these logs differently.
 """
 from __future__ import annotations
 

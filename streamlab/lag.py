@@ -6,7 +6,8 @@ lists offsets with the AdminClient, executors fetch assigned ranges, and nothing
 connector forces `enable.auto.commit=false` and its `commit` is a no-op). The consumed position lives in the
 query's checkpoint (`offsets/N`, `commits/N`) and in its progress reports. So lag is read from there:
 - `lag_from_progress(query.lastProgress)`: each Kafka source reports `latestOffset` (what Kafka had when the
-  batch was planned) and `endOffset` (where the batch stops); their difference is the lag Spark itself sees;
+  batch was planned) and `endOffset` (where the batch stops); their difference is the lag Spark itself sees, per
+  partition (the connector's `metrics` give only its min, max and average: `behind_latest(progress)`);
 - `lag_from_checkpoint(dir)`: the broker's latest offsets now minus the end of the last committed batch, which
   also works for a stopped query;
 - `LagMonitor(query)`: polls a running query and warns when lag keeps growing.
@@ -90,6 +91,22 @@ def lag_from_progress(progress) -> dict:
     return lag
 
 
+def behind_latest(progress) -> dict:
+    """The connector's own lag metrics of the first Kafka source, as numbers: {"min": …, "max": …, "avg": …}.
+
+    Spark's connector reports `minOffsetsBehindLatest`, `maxOffsetsBehindLatest` and `avgOffsetsBehindLatest` in
+    each source's `metrics` (as strings): latestOffset − endOffset over the partitions. {} when the source reports
+    none (a progress event of another source, or the offline fallback, whose Python source cannot).
+    """
+    for source in _as_dict(progress).get("sources") or []:
+        metrics = source.get("metrics") or {}
+        try:
+            return {k: float(metrics[f"{k}OffsetsBehindLatest"]) for k in ("min", "max", "avg")}
+        except (KeyError, TypeError, ValueError):
+            continue
+    return {}
+
+
 def lag_from_checkpoint(checkpoint_dir, bootstrap: str | None = None) -> dict:
     """{topic: {partition: lag}}: the broker's latest offsets now minus where a restart of the query would resume."""
     from . import checkpoint
@@ -97,7 +114,7 @@ def lag_from_checkpoint(checkpoint_dir, bootstrap: str | None = None) -> dict:
     committed = checkpoint.committed_offsets(checkpoint_dir)
     if committed is not None:
         reached = committed.kafka()
-    else:  # nothing finished yet: a restart re-plans batch 0 from the initial offsets
+    else:  # nothing finished yet: a restart (re-)runs batch 0, which starts at the initial offsets
         reached = checkpoint.kafka_offsets(checkpoint.initial_offsets(checkpoint_dir))
     if not reached:
         raise ValueError(f"{checkpoint_dir} holds no Kafka offsets yet (no committed batch, no sources/0/0)")
@@ -238,7 +255,8 @@ class LagMonitor:
             self._streak = self._streak + 1 if lag > self._last_lag else 0
             if self._streak == self.grow_polls:
                 message = (f"⚠️ lag grew {self.grow_polls} batches in a row, now {lag:,} records: the query is "
-                           "falling behind (add partitions, give it more cores, or cap the input)")
+                           "falling behind (if it keeps growing it needs more throughput: partitions or "
+                           "minPartitions with cores to match, cheaper processing)")
                 self.warnings.append(message)
                 self.on_warning(message)
         self._last_lag = lag

@@ -127,7 +127,9 @@ def as_dict(progress) -> dict:
 
 
 def progress_table(events):
-    """One row per progress event: batch, rows, the two rates, duration, progress lag (latestOffset − endOffset)."""
+    """One row per progress event: batch, rows, the two rates, duration, progress lag (latestOffset − endOffset,
+    summed over the partitions) and the connector's maxOffsetsBehindLatest (the most-behind partition; None on
+    the offline fallback, which reports no metrics)."""
     import pandas as pd
 
     rows = []
@@ -139,8 +141,13 @@ def progress_table(events):
                      "inputRowsPerSecond": round(p.get("inputRowsPerSecond") or 0.0, 1),
                      "processedRowsPerSecond": round(p.get("processedRowsPerSecond") or 0.0, 1),
                      "triggerExecution_ms": (p.get("durationMs") or {}).get("triggerExecution"),
-                     "progress_lag": _lag.total_lag(p)})
+                     "progress_lag": _lag.total_lag(p),
+                     "maxOffsetsBehindLatest": _whole(_lag.behind_latest(p).get("max"))})
     return pd.DataFrame(rows)
+
+
+def _whole(value):
+    return None if value is None else int(value)
 
 
 # -- the live demo -----------------------------------------------------------------------------------------------
@@ -299,7 +306,8 @@ class LagDemo(StreamDemo):
                                            self.max_offsets, p.get("inputRowsPerSecond") or 0.0,
                                            p.get("processedRowsPerSecond") or 0.0,
                                            (p.get("durationMs") or {}).get("triggerExecution", 0),
-                                           self._broker_lag(position), self._planned(p, now)))
+                                           self._broker_lag(position), self._planned(p, now),
+                                           _whole(_lag.behind_latest(p).get("max"))))
                 if p["numInputRows"]:
                     self.chart.batches.append((now, p["numInputRows"]))
                     if self.live_from is None:
@@ -407,7 +415,8 @@ class LagDemo(StreamDemo):
         from dataclasses import fields
 
         frame = pd.DataFrame([vars(b) for b in self.history], columns=[f.name for f in fields(_Batch)])
-        return frame.rename(columns={"lag": "progress_lag"})  # the same columns even when no batch ran
+        # the same columns even when no batch ran
+        return frame.rename(columns={"lag": "progress_lag", "max_behind": "maxOffsetsBehindLatest"})
 
     def run(self):
         """start() then wait() in one cell (for scripts: in a notebook the sliders only act between cells)."""
@@ -474,3 +483,4 @@ class _Batch:
     duration_ms: int
     broker_lag: int
     planned: float
+    max_behind: int | None = None  # the connector's maxOffsetsBehindLatest (None: the offline fallback has none)
