@@ -67,7 +67,10 @@ def error_line(exc: BaseException) -> str:
             name, message = found[-1]
         else:
             name, message = type(exc).__name__, text
-    line = f"{name}: {' '.join(str(message).split())}"
+    message = " ".join(str(message).split())
+    if message.startswith(f"{name}: "):  # kafka-python repeats its class name in the message
+        message = message[len(name) + 2:]
+    line = f"{name}: {message}"
     if "out of bounds timestamp" in line:  # pandas cannot hold years past 2262: usually ms read as seconds
         line += " (a timestamp far in the future: were milliseconds read as seconds?)"
     return line if len(line) <= 400 else line[:397] + "..."
