@@ -45,7 +45,9 @@ def _learner_jupyter_config() -> Path:
     folder = state_dir() / "jupyter-config"
     (folder / "labconfig").mkdir(parents=True, exist_ok=True)
     (folder / "labconfig" / "page_config.json").write_text(
-        json.dumps({"disabledExtensions": {"@jupyter/nbgrader": True}}, indent=1))
+        # The news pop-up asks to reach the internet, which the lab never needs.
+        json.dumps({"disabledExtensions": {"@jupyter/nbgrader": True,
+                                           "@jupyterlab/apputils-extension:announcements": True}}, indent=1))
     (folder / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {"jpserver_extensions": {
         f"nbgrader.server_extensions.{name}": False for name in NBGRADER_SERVER_EXTENSIONS}}}, indent=1))
     return folder

@@ -60,7 +60,11 @@ def lab(tmp_path_factory, bootstrap):
            "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
            "--LabApp.expose_app_in_browser=True"] + (["--allow-root"] if os.geteuid() == 0 else [])
     log = open(work / "jupyter.log", "wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy())
+    from streamlab.__main__ import _learner_jupyter_config
+
+    # The learner's lab as `make lab` configures it (nbgrader's instructor panels off).
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(_learner_jupyter_config()))
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while _get(f"{base}/api/status?token={token}") != 200:
@@ -95,6 +99,9 @@ def test_producer_slider_moves_lag_chart_and_readout(lab):
             page.goto(f"{base}/lab/tree/{MODULE}/{MODULE}.ipynb?token={token}")
             page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=60_000)
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+            menus = page.locator(".lm-MenuBar-itemLabel").all_text_contents()
+            assert "Nbgrader" not in menus, f"nbgrader's instructor menu shows in the learner's lab: {menus}"
+            assert page.locator("text=Create Assignment").count() == 0, "nbgrader's Create Assignment panel shows"
             # Run up to and including the first demo cell, then leave the kernel idle: a kernel applies slider
             # moves only between cells, as it would for a learner running cells one by one.
             first_demo = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
