@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 import time
 
-from .options import EARLIEST, LATEST, IllegalArgumentException, SourceOptions, client_config
+from .options import (
+    EARLIEST, LATEST, IllegalArgumentException, IllegalStateException, SourceOptions, client_config,
+)
 from .planner import tp_name, tp_set
 
 log = logging.getLogger("streamlab.kafka")
@@ -49,7 +51,7 @@ class OffsetReader:
         for attempt in range(1, attempts + 1):
             try:
                 return body()
-            except IllegalArgumentException:
+            except (IllegalArgumentException, IllegalStateException, AssertionError):
                 raise
             except Exception as exc:  # noqa: BLE001 - any client failure is retried, then re-raised
                 if attempt == attempts:
@@ -134,15 +136,21 @@ class OffsetReader:
                 time.sleep(self.opts.fetch_offset_retry_interval_ms / 1000)
         return self._with_retries(body)
 
-    def specific(self, offsets: dict) -> dict:
+    def specific(self, offsets: dict, stream: bool = False) -> dict:
         """Resolve a startingOffsets JSON map (-2 earliest, -1 latest), which must name every partition."""
         def body():
             assigned = self._assigned_once()
-            if assigned != set(offsets):
-                raise IllegalArgumentException(
-                    "If startingOffsets contains specific offsets, you must specify all TopicPartitions.\n"
-                    "Use -1 for latest, -2 for earliest, if you don't care.\n"
+            if assigned != set(offsets) and stream:
+                # The stream's check is still a Scala assert in the 4.2 connector, hence its prefix.
+                raise AssertionError(
+                    "assertion failed: If startingOffsets contains specific offsets, you must specify all "
+                    "TopicPartitions.\nUse -1 for latest, -2 for earliest, if you don't care.\n"
                     f"Specified: {tp_set(offsets)} Assigned: {tp_set(assigned)}")
+            if assigned != set(offsets):
+                raise IllegalStateException(
+                    "Partitions specified for Kafka start offsets don't match what are assigned. Maybe topic "
+                    "partitions are created \nor deleted while the query is running. Use -1 for latest, -2 for "
+                    f"earliest.\nSpecified: {tp_set(offsets)} Assigned: {tp_set(assigned)}")
             resolved = self._list({tp: off for tp, off in offsets.items() if off in (EARLIEST, LATEST)})
             return {tp: resolved.get(tp, off) for tp, off in offsets.items()}
         return self._with_retries(body)
@@ -156,9 +164,10 @@ class OffsetReader:
             assigned = self._assigned_once()
             if timestamps is not None and set(timestamps) != assigned:
                 which = "starting" if starting else "ending"
-                raise IllegalArgumentException(
-                    f"If {which}OffsetsByTimestamp contains specific timestamps, you must specify all "
-                    f"TopicPartitions. Specified: {tp_set(timestamps)} Assigned: {tp_set(assigned)}")
+                raise IllegalStateException(
+                    f"Partitions specified for Kafka timestamp based {which} offsets don't match what are assigned. "
+                    "Maybe topic partitions are created \nor deleted while the query is running, or you didn't "
+                    f"specify all the partitions.\nSpecified: {tp_set(timestamps)} Assigned: {tp_set(assigned)}")
             wanted = timestamps if timestamps is not None else {tp: global_ts for tp in assigned}
             found = self._list({tp: OffsetTimestamp(ts) for tp, ts in wanted.items()})
             missing = [tp for tp, off in found.items() if off < 0]
@@ -170,14 +179,14 @@ class OffsetReader:
             return {tp: (latest[tp] if off < 0 else off) for tp, off in found.items()}
         return self._with_retries(body)
 
-    def resolve(self, spec, starting: bool = True) -> dict:
+    def resolve(self, spec, starting: bool = True, stream: bool = False) -> dict:
         """Concrete offsets for a StartSpec (earliest, latest, JSON offsets or timestamps)."""
         if spec.kind == "earliest":
             return self.earliest()
         if spec.kind == "latest":
             return self.latest()
         if spec.kind == "offsets":
-            return self.specific(spec.offsets)
+            return self.specific(spec.offsets, stream)
         if spec.kind == "timestamps":
             return self.by_timestamp(spec.offsets, None, starting, spec.strategy_on_no_match)
         return self.by_timestamp(None, spec.timestamp, starting, spec.strategy_on_no_match)

@@ -1,13 +1,12 @@
-"""Parse and validate the Kafka source options, with the checks and messages of Spark's KafkaSourceProvider.
+"""Parse and validate the Kafka source options, with the checks, timing and messages of Spark's KafkaSourceProvider.
 
-Option names are case-insensitive, as in Spark. Validation is split the way the connector splits it:
-`parse_source_options` runs the general checks (shared by batch and streaming reads, called from
-`DataSource.schema()`, so they fail at `.load()`), `validate_stream` / `validate_batch` the checks that depend
-on the kind of read. PySpark's `DataSource.schema()` cannot tell a stream from a batch, so "ending offset not
-valid in streaming queries" surfaces when the query starts, not at `.load()` as with the connector. Writes never
-call `schema()` (checked on PySpark 4.3), so these checks cannot break `df.write.format("kafka")`.
-
-`maxRecordsPerPartition` (4.0) is rejected with a clear message: the offline engine does not split by it.
+Option names are case-insensitive, as in Spark. The connector checks options at two moments, and so does this
+module: `check_stream_load` / `check_batch_load` are what the connector checks at `.load()` (its
+validateStreamOptions / validateBatchOptions, then the Boolean options its schema needs); they run on the driver
+from the `load()` hook `source.route_reads` installs, so the learner gets the connector's exception type and text.
+Everything else (JSON in assign or startingOffsets, failOnDataLoss, maxOffsetsPerTrigger, maxTriggerDelay, the
+pattern) is parsed only by `parse_source_options`, which the stream reader calls when the query starts, where the
+connector fails too. Values are parsed like the JVM parses them (`For input string: "x"`).
 """
 from __future__ import annotations
 
@@ -22,16 +21,28 @@ STRATEGY_KEYS = ("subscribe", "subscribepattern", "assign")  # the connector's S
 EARLIEST, LATEST = -2, -1
 DEFAULT_MAX_TRIGGER_DELAY = "15m"
 
-FAIL_ON_DATA_LOSS_TRUE = (
-    "Some data may have been lost because they are not available in Kafka any more; either the data was aged "
-    "out by Kafka or the topic may have been deleted before all the data in the topic was processed. If you "
-    "don't want your streaming query to fail on such cases, set the source option \"failOnDataLoss\" to \"false\"."
-)
+# The connector's KAFKA_DATA_LOSS error class (kafka-error-conditions.json in spark-sql-kafka-0-10 4.2): the
+# reason follows "Reason: ".
+DATA_LOSS_PREFIX = (
+    "Some data may have been lost because they are not available in Kafka any more;\n"
+    "either the data was aged out by Kafka or the topic may have been deleted before all the data in the\n"
+    "topic was processed.\n"
+    "If you don't want your streaming query to fail on such cases, set the source option failOnDataLoss to false.\n"
+    "Reason: ")
 FAIL_ON_DATA_LOSS_FALSE = (
     "Some data may have been lost because they are not available in Kafka any more; either the data was aged "
     "out by Kafka or the topic may have been deleted before all the data in the topic was processed. If you "
     "want your streaming query to fail on such cases, set the source option \"failOnDataLoss\" to \"true\"."
 )
+AUTO_OFFSET_RESET_MESSAGE = (
+    "\nKafka option 'auto.offset.reset' is not supported.\n"
+    "Instead set the source option 'startingoffsets' to 'earliest' or 'latest'\n"
+    "to specify where to start. Structured Streaming manages which offsets are consumed\n"
+    "internally, rather than relying on the kafkaConsumer to do it. This will ensure that no\n"
+    "data is missed when new topics/partitions are dynamically subscribed. Note that\n"
+    "'startingoffsets' only applies when a new Streaming query is started, and\n"
+    "that resuming will always pick up from where the query left off. See the docs for more\n"
+    "details.\n         ")
 CUSTOM_GROUP_ID_WARNING = (
     "Kafka option 'kafka.group.id' has been set on this query, it is not recommended to set this option. This "
     "option is unsafe to use since multiple concurrent queries or sources using the same group id will interfere "
@@ -49,8 +60,20 @@ class IllegalArgumentException(ValueError):
     """A bad source option; named like the connector's exception so tracebacks read the same."""
 
 
+class NumberFormatException(IllegalArgumentException):
+    """A number option that is not a number, as java.lang.NumberFormatException (a kind of IllegalArgument)."""
+
+
 class IllegalStateException(RuntimeError):
     """Offsets that vanished (data loss) with failOnDataLoss=true, named like the connector's exception."""
+
+
+KafkaIllegalStateException = IllegalStateException
+
+
+def data_loss_message(reason: str) -> str:
+    """The connector's KAFKA_DATA_LOSS message for `reason` (one of its sub-class texts)."""
+    return DATA_LOSS_PREFIX + reason
 
 
 @dataclass(frozen=True)
@@ -76,6 +99,7 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     min_partitions: int | None = None
+    max_records_per_partition: int | None = None
     max_offsets_per_trigger: int | None = None
     min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000
@@ -91,33 +115,45 @@ def lower_keys(options) -> dict:
 
 
 def _to_bool(name: str, value: str) -> bool:
-    # Scala's String.toBoolean: true/false in any case, anything else fails.
-    low = value.strip().lower()
+    # Scala's String.toBoolean: true/false in any case, no spaces, anything else fails with this text.
+    low = value.lower()
     if low in ("true", "false"):
         return low == "true"
-    raise IllegalArgumentException(f"Option '{name}' must be true or false, got '{value}'")
+    raise IllegalArgumentException(f'For input string: "{value}"')
 
 
-def _to_int(name: str, value: str) -> int:
-    try:
-        return int(value.strip())
-    except ValueError:
-        raise IllegalArgumentException(f"Option '{name}' must be a whole number, got '{value}'") from None
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _to_int(name: str, value: str, bits: int = 32) -> int:
+    # Integer.parseInt / Long.parseLong (Scala's toInt / toLong): no spaces, no decimals, within range.
+    if _JAVA_INT.fullmatch(value):
+        number = int(value)
+        if -(1 << (bits - 1)) <= number < (1 << (bits - 1)):
+            return number
+    raise NumberFormatException(f'For input string: "{value}"')
+
+
+def _to_long(name: str, value: str) -> int:
+    return _to_int(name, value, bits=64)
 
 
 _TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
+_TIME_ERROR = ("Time must be specified as seconds (s), milliseconds (ms), microseconds (us), minutes (m or min), "
+               "hour (h), or day (d). E.g. 50s, 100ms, or 250us.")
+
+
 def time_string_ms(value: str) -> int:
-    """Milliseconds in a Spark time string ('15m', '5s', '100ms', bare numbers are ms), as Utils.timeStringAsMs."""
-    match = re.fullmatch(r"(-?[0-9]+)([a-z]+)?", value.strip().lower())
+    """Milliseconds in a Spark time string ('15m', '5s', '100ms', bare numbers are ms), as JavaUtils.timeStringAsMs."""
+    lower = value.lower().strip()
+    match = re.fullmatch(r"(-?[0-9]+)([a-z]+)?", lower)
     if not match:
-        raise IllegalArgumentException(
-            "Time must be specified as seconds (s), milliseconds (ms), microseconds (us), minutes (m or min), "
-            f"hour (h), or day (d). E.g. 50s, 100ms, or 250us. Got maxTriggerDelay '{value}'")
+        raise NumberFormatException(f"{_TIME_ERROR}\nFailed to parse time string: {value}")
     number, suffix = int(match.group(1)), match.group(2) or "ms"
     if suffix not in _TIME_UNITS_MS:
-        raise IllegalArgumentException(f"Invalid suffix: \"{suffix}\" in maxTriggerDelay '{value}'")
+        raise NumberFormatException(f'{_TIME_ERROR}\nInvalid suffix: "{suffix}"')
     return int(number * _TIME_UNITS_MS[suffix])
 
 
@@ -192,9 +228,7 @@ def ending_spec(raw: dict) -> StartSpec:
     return offset_range_limit(raw, "endingtimestamp", "endingoffsetsbytimestamp", "endingoffsets", "latest")
 
 
-def parse_source_options(options) -> SourceOptions:
-    """Validate the options shared by batch and streaming reads (the connector's validateGeneralOptions)."""
-    raw = lower_keys(options)
+def _strategy(raw: dict) -> tuple[str, str]:
     chosen = [k for k in STRATEGY_KEYS if k in raw]
     if not chosen:
         raise IllegalArgumentException("One of the following options must be specified for Kafka source: "
@@ -202,41 +236,32 @@ def parse_source_options(options) -> SourceOptions:
     if len(chosen) > 1:
         raise IllegalArgumentException("Only one of the following options can be specified for Kafka source: "
                                        + ", ".join(STRATEGY_KEYS) + ". See the docs for more details.")
-    strategy, value = chosen[0], raw[chosen[0]]
-    topics, pattern, assigned = (), None, ()
-    if strategy == "assign":
-        if not value.strip().startswith("{"):
-            raise IllegalArgumentException(
-                f"No topicpartitions to assign as specified value for option 'assign' is '{value}'")
-    elif strategy == "subscribe":
-        topics = tuple(t.strip() for t in value.split(",") if t.strip())
-        if not topics:
-            raise IllegalArgumentException(
-                f"No topics to subscribe to as specified value for option 'subscribe' is '{value}'")
-    else:
-        pattern = value.strip()
-        if not pattern:
-            raise IllegalArgumentException(
-                f"Pattern to subscribe is empty as specified value for option 'subscribePattern' is '{value}'")
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise IllegalArgumentException(
-                f"Option 'subscribePattern' is not a valid regex '{pattern}': {exc}") from None
+    return chosen[0], raw[chosen[0]]
 
-    min_partitions = None
-    if "minpartitions" in raw:
-        min_partitions = _to_int("minPartitions", raw["minpartitions"])
-        if min_partitions <= 0:
-            raise IllegalArgumentException("minPartitions must be positive")
-    if "maxrecordsperpartition" in raw:
-        if _to_int("maxRecordsPerPartition", raw["maxrecordsperpartition"]) <= 0:
-            raise IllegalArgumentException("maxRecordsPerPartition must be positive")
-        raise IllegalArgumentException("Option 'maxRecordsPerPartition' is not supported by the offline engine: "
-                                       "use minPartitions, or run with Spark's Kafka connector")
 
+def _topics(value: str) -> tuple:
+    return tuple(t.strip() for t in value.split(",") if t.strip())
+
+
+def check_general(options) -> None:
+    """The connector's validateGeneralOptions, in its order: what fails any Kafka read at `.load()`."""
+    raw = lower_keys(options)
+    strategy, value = _strategy(raw)
+    if strategy == "assign" and not value.strip().startswith("{"):
+        raise IllegalArgumentException(
+            f"No topicpartitions to assign as specified value for option 'assign' is '{value}'")
+    if strategy == "subscribe" and not _topics(value):
+        raise IllegalArgumentException(
+            f"No topics to subscribe to as specified value for option 'subscribe' is '{value}'")
+    if strategy == "subscribepattern" and not value.strip():
+        raise IllegalArgumentException(
+            f"Pattern to subscribe is empty as specified value for option 'subscribePattern' is '{value}'")
+    if "minpartitions" in raw and _to_int("minPartitions", raw["minpartitions"]) <= 0:
+        raise IllegalArgumentException("minPartitions must be positive")
+    if "maxrecordsperpartition" in raw and _to_long("maxRecordsPerPartition", raw["maxrecordsperpartition"]) <= 0:
+        raise IllegalArgumentException("maxrecordsperpartition must be positive")
     if "kafka.group.id" in raw and raw["kafka.group.id"] not in _WARNED_GROUP_IDS:
-        _WARNED_GROUP_IDS.add(raw["kafka.group.id"])  # schema(), the driver and each task parse the options
+        _WARNED_GROUP_IDS.add(raw["kafka.group.id"])  # the driver, the stream reader and each task parse the options
         log.warning(CUSTOM_GROUP_ID_WARNING)
         if "groupidprefix" in raw:
             log.warning("Option groupIdPrefix will be ignored as option kafka.group.id has been set.")
@@ -244,70 +269,27 @@ def parse_source_options(options) -> SourceOptions:
     if "kafka.bootstrap.servers" not in raw:
         raise IllegalArgumentException(
             "Option 'kafka.bootstrap.servers' must be specified for configuring Kafka consumer")
-
-    max_offsets = _optional_int(raw, "maxoffsetspertrigger", "maxOffsetsPerTrigger")
-    min_offsets = _optional_int(raw, "minoffsetspertrigger", "minOffsetsPerTrigger")
-    if max_offsets is not None and min_offsets is not None and min_offsets > max_offsets:
-        raise IllegalArgumentException(f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
-                                       f"maxOffsetsPerTrigger({max_offsets}).")
-    if strategy == "assign":
-        assigned = parse_assign(value)
-    return SourceOptions(
-        strategy=strategy, topics=topics, pattern=pattern, assigned=assigned,
-        bootstrap_servers=raw["kafka.bootstrap.servers"],
-        kafka_params={k[len("kafka."):]: v for k, v in raw.items() if k.startswith("kafka.")},
-        fail_on_data_loss=_to_bool("failOnDataLoss", raw.get("failondataloss", "true")),
-        include_headers=_to_bool("includeHeaders", raw.get("includeheaders", "false")),
-        min_partitions=min_partitions,
-        max_offsets_per_trigger=max_offsets,
-        min_offsets_per_trigger=min_offsets,
-        max_trigger_delay_ms=time_string_ms(raw.get("maxtriggerdelay", DEFAULT_MAX_TRIGGER_DELAY)),
-        poll_timeout_ms=_to_int("kafkaConsumer.pollTimeoutMs", raw.get("kafkaconsumer.polltimeoutms", "120000")),
-        fetch_offset_num_retries=_to_int("fetchOffset.numRetries", raw.get("fetchoffset.numretries", "3")),
-        fetch_offset_retry_interval_ms=_to_int("fetchOffset.retryIntervalMs",
-                                               raw.get("fetchoffset.retryintervalms", "1000")),
-        raw=raw,
-    )
+    if "maxoffsetspertrigger" in raw and "minoffsetspertrigger" in raw:
+        max_offsets = _to_long("maxOffsetsPerTrigger", raw["maxoffsetspertrigger"])
+        min_offsets = _to_long("minOffsetsPerTrigger", raw["minoffsetspertrigger"])
+        if min_offsets > max_offsets:
+            raise IllegalArgumentException(f"The value of minOffsetPerTrigger({min_offsets}) is higher than the "
+                                           f"maxOffsetsPerTrigger({max_offsets}).")
 
 
-def _optional_int(raw: dict, key: str, name: str) -> int | None:
-    return _to_int(name, raw[key]) if key in raw else None
-
-
-def _reject_consumer_options(raw: dict) -> None:
-    if "kafka.auto.offset.reset" in raw:
-        raise IllegalArgumentException(
-            "Kafka option 'auto.offset.reset' is not supported. Instead set the source option 'startingoffsets' to "
-            "'earliest' or 'latest' to specify where to start. Structured Streaming manages which offsets are "
-            "consumed internally, rather than relying on the kafkaConsumer to do it. This will ensure that no data "
-            "is missed when new topics/partitions are dynamically subscribed. Note that 'startingoffsets' only "
-            "applies when a new Streaming query is started, and that resuming will always pick up from where the "
-            "query left off. See the docs for more details.")
-    if "kafka.key.deserializer" in raw:
-        raise IllegalArgumentException(
-            "Kafka option 'key.deserializer' is not supported as keys are deserialized as byte arrays with "
-            "ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the keys.")
-    if "kafka.value.deserializer" in raw:
-        raise IllegalArgumentException(
-            "Kafka option 'value.deserializer' is not supported as values are deserialized as byte arrays with "
-            "ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the values.")
-    for name in ("enable.auto.commit", "interceptor.classes"):
-        if f"kafka.{name}" in raw:
-            raise IllegalArgumentException(f"Kafka option '{name}' is not supported")
-
-
-def validate_stream(options) -> SourceOptions:
-    """The streaming checks (endingOffsets is batch-only), then the general ones."""
+def check_stream_load(options) -> None:
+    """What the connector rejects at `spark.readStream...load()`: endingOffsets, then the general checks."""
     raw = lower_keys(options)
     if "endingoffsets" in raw:
         raise IllegalArgumentException("ending offset not valid in streaming queries")
     if "endingoffsetsbytimestamp" in raw:
         raise IllegalArgumentException("ending timestamp not valid in streaming queries")
-    return parse_source_options(raw)
+    check_general(raw)
+    _to_bool("includeHeaders", raw.get("includeheaders", "false"))  # the schema depends on it
 
 
-def validate_batch(options) -> SourceOptions:
-    """The batch checks (no latest start, no earliest end), then the general ones, as validateBatchOptions."""
+def check_batch_load(options) -> tuple[StartSpec, StartSpec]:
+    """What the connector rejects at `spark.read...load()`; returns the starting and ending positions."""
     raw = lower_keys(options)
     start = starting_spec(raw, "earliest")
     if start.kind == "latest":
@@ -325,22 +307,112 @@ def validate_batch(options) -> SourceOptions:
             if off == EARLIEST:
                 raise IllegalArgumentException(
                     f"ending offset for {topic}-{part} can't be earliest for batch queries on Kafka")
-    opts = parse_source_options(raw)
+    check_general(raw)
     for key, name in (("maxoffsetspertrigger", "maxOffsetsPerTrigger"),
                       ("minoffsetspertrigger", "minOffsetsPerTrigger"), ("maxtriggerdelay", "maxTriggerDelay")):
         if key in raw:
             log.warning("%s option ignored in batch queries", name)
-    if start.kind == "offsets" and end.kind == "offsets":
+    _check_offset_limits(start, end)
+    _to_bool("failOnDataLoss", raw.get("failondataloss", "true"))
+    _to_bool("includeHeaders", raw.get("includeheaders", "false"))
+    return start, end
+
+
+def _check_offset_limits(start: StartSpec, end: StartSpec) -> None:
+    # The connector's checkOffsetLimitValidity: only when both ends are given the same way.
+    if start.kind == end.kind and start.kind in ("offsets", "timestamps"):
         if set(start.offsets) != set(end.offsets):
             raise IllegalArgumentException(
-                "The specified start and end offsets must cover the same topic-partitions: start "
-                f"{_tp_set(start.offsets)}, end {_tp_set(end.offsets)}")
-        for tp, first in start.offsets.items():
-            last = end.offsets[tp]
-            if first > last >= 0 and first >= 0:
+                "The specified start offset and end offset should have the same topic-partitions.\n"
+                f"Topic-partitions for start offset: {_tp_set(start.offsets)}, topic-partitions for end offset: "
+                f"{_tp_set(end.offsets)}.")
+        kind = "offset" if start.kind == "offsets" else "timestamp"
+        for (topic, part), first in sorted(start.offsets.items()):
+            last = end.offsets[(topic, part)]
+            if first >= 0 and last >= 0 and first > last:
                 raise IllegalArgumentException(
-                    f"The start offset {first} for {tp[0]}-{tp[1]} is greater than the end offset {last}")
-    return opts
+                    f"The specified start {kind} {first} is greater than the end {kind} {last} for topic {topic} "
+                    f"partition {part}.")
+    elif start.kind == end.kind == "timestamp" and start.timestamp > end.timestamp:
+        raise IllegalArgumentException(
+            f"The specified start timestamp {start.timestamp} is greater than the end timestamp {end.timestamp} "
+            "for all topic partitions.")
+
+
+def _java_regex(pattern: str):
+    # Python's re reads the regexes learners write for Java; Java-only syntax fails here with Python's words.
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise IllegalArgumentException(f"{exc.msg} near index {exc.pos}\n{pattern}") from None
+
+
+def parse_source_options(options) -> SourceOptions:
+    """Every source option parsed: the general checks, then what the connector parses when the query starts."""
+    raw = lower_keys(options)
+    check_general(raw)
+    strategy, value = _strategy(raw)
+    topics, pattern, assigned = (), None, ()
+    if strategy == "assign":
+        assigned = parse_assign(value)
+    elif strategy == "subscribe":
+        topics = _topics(value)
+    else:
+        pattern = value.strip()
+        _java_regex(pattern)
+    return SourceOptions(
+        strategy=strategy, topics=topics, pattern=pattern, assigned=assigned,
+        bootstrap_servers=raw["kafka.bootstrap.servers"],
+        kafka_params={k[len("kafka."):]: v for k, v in raw.items() if k.startswith("kafka.")},
+        fail_on_data_loss=_to_bool("failOnDataLoss", raw.get("failondataloss", "true")),
+        include_headers=_to_bool("includeHeaders", raw.get("includeheaders", "false")),
+        min_partitions=_optional_int(raw, "minpartitions", "minPartitions"),
+        max_records_per_partition=_optional_long(raw, "maxrecordsperpartition", "maxRecordsPerPartition"),
+        max_offsets_per_trigger=_optional_long(raw, "maxoffsetspertrigger", "maxOffsetsPerTrigger"),
+        min_offsets_per_trigger=_optional_long(raw, "minoffsetspertrigger", "minOffsetsPerTrigger"),
+        max_trigger_delay_ms=time_string_ms(raw.get("maxtriggerdelay", DEFAULT_MAX_TRIGGER_DELAY)),
+        poll_timeout_ms=_to_long("kafkaConsumer.pollTimeoutMs", raw.get("kafkaconsumer.polltimeoutms", "120000")),
+        fetch_offset_num_retries=_to_int("fetchOffset.numRetries", raw.get("fetchoffset.numretries", "3")),
+        fetch_offset_retry_interval_ms=_to_long("fetchOffset.retryIntervalMs",
+                                                raw.get("fetchoffset.retryintervalms", "1000")),
+        raw=raw,
+    )
+
+
+def _optional_int(raw: dict, key: str, name: str) -> int | None:
+    return _to_int(name, raw[key]) if key in raw else None
+
+
+def _optional_long(raw: dict, key: str, name: str) -> int | None:
+    return _to_long(name, raw[key]) if key in raw else None
+
+
+def _reject_consumer_options(raw: dict) -> None:
+    if "kafka.auto.offset.reset" in raw:
+        raise IllegalArgumentException(AUTO_OFFSET_RESET_MESSAGE)
+    if "kafka.key.deserializer" in raw:
+        raise IllegalArgumentException(
+            "Kafka option 'key.deserializer' is not supported as keys are deserialized as byte arrays with "
+            "ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the keys.")
+    if "kafka.value.deserializer" in raw:
+        raise IllegalArgumentException(
+            "Kafka option 'value.deserializer' is not supported as values are deserialized as byte arrays with "
+            "ByteArrayDeserializer. Use DataFrame operations to explicitly deserialize the values.")
+    for name in ("enable.auto.commit", "interceptor.classes"):
+        if f"kafka.{name}" in raw:
+            raise IllegalArgumentException(f"Kafka option '{name}' is not supported")
+
+
+def validate_stream(options) -> SourceOptions:
+    """A streaming read's options, checked as the connector checks them from `.load()` to the query's start."""
+    check_stream_load(options)
+    return parse_source_options(options)
+
+
+def validate_batch(options) -> SourceOptions:
+    """A batch read's options: the batch checks (no latest start, no earliest end), then every option parsed."""
+    check_batch_load(options)
+    return parse_source_options(options)
 
 
 def _tp_set(offsets: dict) -> str:

@@ -109,17 +109,39 @@ def _divide(rng: OffsetRange, parts: int) -> list:
     return out
 
 
-def split_ranges(ranges, min_partitions: int | None = None) -> list:
-    """Drop empty ranges, then split large ones so there are about `min_partitions` tasks."""
+def split_ranges(ranges, min_partitions: int | None = None, max_records: int | None = None) -> list:
+    """Drop empty ranges, cut those above `max_records`, then split large ones into about `min_partitions` tasks.
+
+    KafkaOffsetRangeCalculator.getRanges of the 4.x connector (maxRecordsPerPartition first, then minPartitions).
+    """
     ranges = [r for r in ranges if r.size > 0]
-    if min_partitions is None or len(ranges) >= min_partitions:
+    if (min_partitions is None or len(ranges) >= min_partitions) and max_records is None:
+        return ranges
+    if max_records is not None:
+        ranges = [piece for r in ranges for piece in _divide(r, math.ceil(r.size / max_records))]
+        ranges = [r for r in ranges if r.size > 0]
+    if min_partitions is None or min_partitions <= len(ranges):
         return ranges
     total = sum(r.size for r in ranges)
-    unsplit = {(r.topic, r.partition) for r in ranges if _part_count(r.size, total, min_partitions) == 1}
-    split_total = total - sum(r.size for r in ranges if (r.topic, r.partition) in unsplit)
-    split_min = max(min_partitions - len(unsplit), 1)
+    unsplit_ranges = [r for r in ranges if _part_count(r.size, total, min_partitions) == 1]
+    # By topic-partition, as the connector does: one small piece keeps all pieces of its partition whole.
+    unsplit = {(r.topic, r.partition) for r in unsplit_ranges}
+    split_total = total - sum(r.size for r in unsplit_ranges)
+    split_min = max(min_partitions - len(unsplit_ranges), 1)
     out = []
     for rng in ranges:
         parts = 1 if (rng.topic, rng.partition) in unsplit else _part_count(rng.size, split_total, split_min)
         out.extend(_divide(rng, parts))
     return [r for r in out if r.size > 0]
+
+
+def batch_ranges(ranges, min_partitions: int | None = None, max_records: int | None = None) -> list:
+    """A batch read's tasks: one per partition, empty ones included, unless minPartitions asks for more.
+
+    As the 4.2 connector does it: only minPartitions above the partition count makes a batch read split its ranges
+    (then maxRecordsPerPartition applies too); maxRecordsPerPartition alone splits streams only.
+    """
+    ranges = list(ranges)
+    if min_partitions is not None and min_partitions > len(ranges):
+        return split_ranges(ranges, min_partitions, max_records)
+    return ranges

@@ -16,7 +16,7 @@ import logging
 import time
 
 from .options import (
-    FAIL_ON_DATA_LOSS_FALSE, FAIL_ON_DATA_LOSS_TRUE, IllegalStateException, SourceOptions, client_config,
+    FAIL_ON_DATA_LOSS_FALSE, IllegalStateException, SourceOptions, client_config, data_loss_message,
 )
 from .planner import OffsetRange, tp_name
 
@@ -103,15 +103,19 @@ def _release(key: str, consumer, healthy: bool) -> None:
         consumer.close()
 
 
-def _data_loss(fail: bool, message: str, tp) -> None:
-    where = f"(TopicPartition: {tp_name(tp)})"
+def _data_loss(fail: bool, start: int, end: int, tp, group: str) -> None:
+    reason = f"Could not read records in offset [{start}, {end}) for topic partition {tp_name(tp)}\nwith consumer " \
+             f"group {group}."
     if fail:
-        raise IllegalStateException(f"{message} {where}. {FAIL_ON_DATA_LOSS_TRUE}")
-    log.warning("%s %s. %s", message, where, FAIL_ON_DATA_LOSS_FALSE)
+        raise IllegalStateException(data_loss_message(reason))
+    log.warning("%s %s", reason, FAIL_ON_DATA_LOSS_FALSE)
 
 
-def read_range(rng: OffsetRange, opts: SourceOptions):
-    """Yield Arrow record batches holding exactly the records of `rng` (offsets start <= o < end)."""
+def read_range(rng: OffsetRange, opts: SourceOptions, group: str = ""):
+    """Yield Arrow record batches holding exactly the records of `rng` (offsets start <= o < end).
+
+    `group` is the consumer group the connector's executors would name in a data-loss message.
+    """
     from kafka import TopicPartition
 
     if rng.size <= 0:
@@ -126,7 +130,7 @@ def read_range(rng: OffsetRange, opts: SourceOptions):
         latest = consumer.end_offsets([tp])[tp]
         position = rng.start
         if position < earliest or position >= latest:
-            _data_loss(opts.fail_on_data_loss, f"Cannot fetch offset {position}", key)
+            _data_loss(opts.fail_on_data_loss, position, rng.end, key, group)
             if position >= latest or earliest >= rng.end:
                 log.warning("The current available offset range is [%d, %d). Offset %d is out of range, and "
                             "records in [%d, %d) will be skipped", earliest, latest, position, position, rng.end)
@@ -135,7 +139,7 @@ def read_range(rng: OffsetRange, opts: SourceOptions):
                         position, position, earliest)
             position = earliest
         if latest < rng.end:
-            _data_loss(opts.fail_on_data_loss, f"Cannot fetch records in [{max(latest, position)}, {rng.end})", key)
+            _data_loss(opts.fail_on_data_loss, max(latest, position), rng.end, key, group)
         stop = min(rng.end, latest)
         consumer.seek(tp, position)
         deadline = time.monotonic() + opts.poll_timeout_ms / 1000

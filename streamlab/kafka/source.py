@@ -1,37 +1,55 @@
-"""The offline engine's Kafka source: Spark's Kafka connector re-done on PySpark's Python Data Source API.
+"""The offline engine's Kafka source: Spark's Kafka connector (4.2) re-done on PySpark's Python Data Source API.
 
-Same options, schema, offsets and limits as the connector (see ../shared/spark-kafka-facts.md): offsets are
-`{"topic":{"0":4400}}` dicts (next offset to read), so `offsets/N` in a checkpoint reads like the connector's;
-`maxOffsetsPerTrigger` is split by backlog (planner.rate_limit); `minOffsetsPerTrigger` + `maxTriggerDelay` skip
-triggers (planner.should_delay); `Trigger.Once` passes ReadAllAvailable (no cap) and `availableNow` the default
-limit (capped batches up to the offsets seen when the query started); new partitions and newly matching topics
-start from earliest; vanished offsets fail the query or are skipped per `failOnDataLoss`.
+It is the fallback (STREAMLAB_ENGINE=offline, or no jar cache outside CI) and is judged against the real connector:
+tests/integration/test_differential*.py run every scenario on both stacks and require the same batches, offsets,
+rows, checkpoint files and error texts. Options, schema, offsets and limits are the connector's
+(../shared/spark-kafka-facts.md): offsets are `{"topic":{"0":4400}}` (next offset to read), written compactly, so
+`offsets/N` reads byte for byte like the connector's; `sources/<i>/0` holds the initial offsets (so a restart, even
+after a crash in batch 0, starts where the first run did); `maxOffsetsPerTrigger` is split by backlog
+(planner.rate_limit); `minOffsetsPerTrigger` + `maxTriggerDelay` skip triggers, also under availableNow, which then
+stops early as the connector does; `Trigger.Once` reads everything, `availableNow` in capped batches; new partitions
+and topics start from earliest; vanished offsets fail the query with the connector's KAFKA_DATA_LOSS texts or are
+skipped per `failOnDataLoss`; option errors come at `.load()` or at the query's start, as with the connector.
 
-What the Python Data Source API cannot reproduce (each checked on PySpark 4.3):
-- `sources[i].metrics` (minOffsetsBehindLatest, ...) in progress events is always `{}`: a Python stream reader
-  cannot report custom metrics. `latestOffset` is reported, so lag = latestOffset[p] - endOffset[p] still works.
-- `sources[i].description` names the Python stream, not `KafkaV2[Subscribe[...]]`.
-- The checkpoint has no `sources/0/0` initial-offsets file; on restart Spark resumes from the offset log, so
-  startingOffsets is still ignored as with the connector.
-- PySpark writes offsets with `json.dumps`, so an `offsets/N` line reads `{"orders": {"0": 4400, "1": 3400}}`,
-  with spaces the connector's `{"orders":{"0":4400,"1":3400}}` lacks; the JSON is the same.
-- Not a source limit but worth knowing: in append mode the memory sink refuses to restart from a checkpoint
-  ("This query does not support recovering from checkpoint location"), whatever the source; restart demos
-  need foreachBatch or a file sink.
-- Option errors that depend on the query kind (endingOffsets in a stream, latest start in a batch) surface when
-  the query starts or the batch is planned, not at `.load()`: `DataSource.schema()` cannot tell them apart.
-- An option error reaches the learner wrapped by PySpark ("[PYTHON_DATA_SOURCE_ERROR] ... Traceback ...") with
-  our IllegalArgumentException and the connector's text on its last line, not as a bare Java exception.
-- PySpark 4.3's stream runner calls `reader.stop()` on a reader that failed to construct, burying the error under
-  an UnboundLocalError; so KafkaStreamReader keeps its option error and raises it from its first method instead.
-- No `spark-kafka-source-<uuid>` group id is generated: the consumers never join a group or commit, so none
-  is needed (the connector's never commits either).
+The differences the Python Data Source API (and kafka-python) make unavoidable -- the only ones; each has a test
+in tests/integration/test_differential.py (source) or test_differential_sink.py (sink):
+- Progress: `sources[i].metrics` is `{}` (a Python stream cannot report the connector's minOffsetsBehindLatest,
+  maxOffsetsBehindLatest, avgOffsetsBehindLatest) and `description` names Spark's Python stream class, not
+  `KafkaV2[Subscribe[...]]`. `latestOffset` is reported, so lag = latestOffset[p] - endOffset[p] works on both.
+  (test_unavoidable_no_kafka_metrics_and_another_description_in_progress)
+- Errors raised while a query runs or in a task arrive wrapped: `[PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] ...`
+  or PythonException, with a Python traceback, where the connector's arrive as its Java exception; the
+  connector's sentence is in the text. Errors the connector raises as a Java exception PySpark does not convert
+  (Py4JJavaError) are raised with another class. Option errors at `.load()` are the connector's class and text.
+  (test_unavoidable_errors_raised_while_a_query_runs_arrive_wrapped, test_bootstrap_servers_are_required)
+- A subscription that matches no partition yet: the connector has no offset and plans no batch; a Python reader
+  must return one (`{}`), so Spark plans an empty batch 0 and later batch ids are one higher.
+  (test_unavoidable_a_subscription_matching_nothing_yet_runs_an_empty_batch_0)
+- `subscribePattern` is matched by Python's `re`, not Java's regex: Java-only syntax such as `\p{Alnum}` fails
+  when the query starts, with Python's message. (test_unavoidable_subscribe_pattern_is_read_by_pythons_re)
+- Sink, outputMode("update"): Spark refuses Update for Python sinks, so the query writes through foreachBatch and
+  its progress names the sink ForeachBatchSink (same records). (test_update_mode_aggregation_writes_the_updated_rows)
+- Sink: a header with a null value cannot be written (kafka-python's producer refuses it; the task fails with a
+  message saying so). (test_unavoidable_a_null_header_value_cannot_be_written)
+- Sink: Java-only producer options (buffer.memory, partitioner or interceptor classes, JKS stores) are ignored
+  with a warning, or refused when ignoring them would change what is written.
+  (test_unavoidable_java_only_producer_options_are_ignored_with_a_warning)
+
+Scope: a Python stream reader is never told its checkpoint folder; the driver-side hooks (`route_reads`, and the
+start() hook in sink.py) pass it on through a registry file, for local checkpoints started from classic PySpark --
+the lab's only kind. Without them (Spark Connect, an hdfs:// checkpoint) no `sources/<i>/0` is kept.
+Not visible in the lab (one local executor): a Python input partition cannot name a preferred executor.
 """
 from __future__ import annotations
 
+import json
 import logging
+import os
+import tempfile
 import time
+import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -43,13 +61,19 @@ from pyspark.sql.types import (
 
 from . import OFFLINE_NAME
 from .options import (
-    FAIL_ON_DATA_LOSS_FALSE, FAIL_ON_DATA_LOSS_TRUE, IllegalArgumentException, IllegalStateException,
-    client_config, ending_spec, lower_keys, parse_source_options, starting_spec, validate_batch, validate_stream,
+    FAIL_ON_DATA_LOSS_FALSE, IllegalArgumentException, IllegalStateException, NumberFormatException, _to_bool,
+    check_batch_load, check_general, check_stream_load, client_config, data_loss_message, lower_keys, starting_spec,
+    validate_batch, validate_stream,
 )
-from .planner import OffsetRange, from_json, rate_limit, should_delay, split_ranges, to_json, tp_name, tp_set
+from .planner import (
+    OffsetRange, batch_ranges, from_json, rate_limit, should_delay, split_ranges, to_json, tp_name, tp_set,
+)
 from .reader import read_range
 
 log = logging.getLogger("streamlab.kafka")
+
+# A hidden reader option naming one streaming read, so the query's start can tell it its checkpoint folder.
+SOURCE_ID_OPTION = "streamlab.sourceid"
 
 
 def kafka_schema(include_headers: bool = False) -> StructType:
@@ -67,22 +91,32 @@ def kafka_schema(include_headers: bool = False) -> StructType:
 
 @dataclass
 class KafkaInputPartition(InputPartition):
-    """One Spark task: offsets [start, end) of one topic-partition."""
+    """One Spark task: offsets [start, end) of one topic-partition, read as the executors of group `group` would."""
 
     topic: str
     partition: int
     start: int
     end: int
+    group: str = ""
 
 
-def _input_partitions(ranges) -> list:
-    return [KafkaInputPartition(r.topic, r.partition, r.start, r.end) for r in ranges]
+def _input_partitions(ranges, group: str) -> list:
+    return [KafkaInputPartition(r.topic, r.partition, r.start, r.end, group) for r in ranges]
 
 
 def _read(partition: KafkaInputPartition, opts):
     if not isinstance(partition, KafkaInputPartition):
         return iter(())  # PySpark plans one placeholder partition when a batch read has no ranges
-    return read_range(OffsetRange(partition.topic, partition.partition, partition.start, partition.end), opts)
+    rng = OffsetRange(partition.topic, partition.partition, partition.start, partition.end)
+    return read_range(rng, opts, partition.group)
+
+
+def _java_hash(text: str) -> int:
+    """Java's String.hashCode, which the connector puts in its group ids."""
+    data, h = text.encode("utf-16-be"), 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 class KafkaDataSource(DataSource):
@@ -94,9 +128,10 @@ class KafkaDataSource(DataSource):
         return OFFLINE_NAME
 
     def schema(self):
-        """The fixed Kafka schema; validates the general options, so bad ones fail at .load()."""
-        opts = parse_source_options(self.options)
-        return kafka_schema(opts.include_headers)
+        """The fixed Kafka schema (with headers when includeHeaders=true); bad general options fail at .load()."""
+        # The load() hook already ran the stream's or the batch's full checks; this covers other entry points.
+        check_general(self.options)
+        return kafka_schema(_to_bool("includeHeaders", lower_keys(self.options).get("includeheaders", "false")))
 
     def reader(self, schema):
         """A batch reader (startingOffsets default earliest, endingOffsets default latest)."""
@@ -119,10 +154,120 @@ class KafkaDataSource(DataSource):
         return KafkaStreamWriter(self.options, schema)
 
 
-def _report_data_loss(fail: bool, message: str) -> None:
+def _report_data_loss(fail: bool, reason: str) -> None:
     if fail:
-        raise IllegalStateException(f"{message}. {FAIL_ON_DATA_LOSS_TRUE}")
-    log.warning("%s. %s", message, FAIL_ON_DATA_LOSS_FALSE)
+        raise IllegalStateException(data_loss_message(reason))
+    log.warning("%s. %s", reason, FAIL_ON_DATA_LOSS_FALSE)
+
+
+# --- sources/<i>/0: the initial offsets, in the checkpoint, as the connector keeps them ---------------------------
+#
+# A Python stream reader is never told its checkpoint folder. So the load() hook gives each streaming read a hidden
+# id option, the start() hook (which knows the checkpoint) writes "<id> -> <checkpoint>/sources/<i>" to a small
+# registry file, and the reader, in Spark's Python source process, reads it back.
+
+
+def _registry() -> Path:
+    return Path(tempfile.gettempdir()) / "streamlab-kafka-sources"
+
+
+def _local_path(location: str) -> str | None:
+    """An absolute local path for a checkpoint location, or None when it is not on the local file system."""
+    if location.startswith("file:"):
+        location = "/" + location[len("file:"):].lstrip("/")
+    elif "://" in location:
+        return None
+    return os.path.abspath(location)
+
+
+def _streaming_sources(jplan) -> list:
+    """The query's streaming relations in Spark's source order (the i of sources/<i>), each once."""
+    seen: list = []
+    leaves = jplan.collectLeaves()
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        if leaf.nodeName() in ("StreamingRelation", "StreamingRelationV2") and not any(leaf.equals(s) for s in seen):
+            seen.append(leaf)
+    return seen
+
+
+def announce_checkpoint(df, options: dict, query_name: str | None) -> None:
+    """Tell each offline Kafka source of `df` where its sources/<i> folder is (called by the start() hook)."""
+    location = options.get("checkpointlocation")
+    if location is None:
+        conf = df.sparkSession.conf.get("spark.sql.streaming.checkpointLocation", None)
+        if not conf or not query_name:
+            return  # a temporary checkpoint: nothing to resume, so nothing to remember
+        location = conf.rstrip("/") + "/" + query_name
+    root = _local_path(location)
+    if root is None:
+        return
+    try:
+        sources = _streaming_sources(df._jdf.queryExecution().analyzed())
+    except Exception:  # noqa: BLE001 - not a classic PySpark plan (e.g. Spark Connect): no initial-offsets file
+        return
+    for index, leaf in enumerate(sources):
+        try:
+            source_id = leaf.extraOptions().get(SOURCE_ID_OPTION)
+        except Exception:  # noqa: BLE001 - a V1 relation has no extraOptions
+            source_id = None
+        if source_id:
+            _registry().mkdir(parents=True, exist_ok=True)
+            entry = _registry() / f"{source_id}.json"
+            entry.write_text(json.dumps({"path": f"{root}/sources/{index}"}))
+
+
+def _metadata_path(source_id: str | None) -> str | None:
+    if not source_id:
+        return None
+    try:
+        return json.loads((_registry() / f"{source_id}.json").read_text())["path"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def read_initial_offsets(path: str) -> dict | None:
+    """The offsets in `<path>/0` (the connector's KafkaSourceInitialOffsetWriter format), or None."""
+    try:
+        data = (Path(path) / "0").read_bytes()
+    except OSError:
+        return None
+    text = data[1:].decode("utf-8") if data[:1] == b"\x00" else data.decode("utf-8")  # the NUL of SPARK-19517
+    if text.startswith("v"):
+        text = text.split("\n", 1)[1]
+    return json.loads(text)
+
+
+def write_initial_offsets(path: str, offsets: dict) -> None:
+    """Write `<path>/0` as the connector does: a NUL byte, `v1`, then the offsets JSON; atomically."""
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    temp = folder / f".0.{uuid.uuid4().hex}.tmp"
+    temp.write_bytes(b"\x00v1\n" + compact_json(offsets).encode("utf-8"))
+    os.replace(temp, folder / "0")
+
+
+def compact_json(value) -> str:
+    """JSON without spaces, as the connector writes offsets."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _compact_offsets_in_this_process() -> None:
+    # Spark's Python source process sends our offsets to the JVM with json.dumps' default ", " and ": ", so offsets/N
+    # and the progress would read {"t": {"0": 4}}; the connector writes {"t":{"0":4}}. Only that process is touched.
+    import sys
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "") in ("__main__", "pyspark.sql.streaming.python_streaming_source_runner") \
+                and hasattr(module, "initial_offset_func") and getattr(module, "json", None) is json:
+            module.json = _CompactJson()
+
+
+class _CompactJson:
+    """The json module as the source runner uses it, with compact dumps."""
+
+    loads = staticmethod(json.loads)
+    dumps = staticmethod(compact_json)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -137,12 +282,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._start_spec = starting_spec(raw, "latest")
         except IllegalArgumentException as exc:
             self._error, self.opts = exc, None
+        self._metadata_path = _metadata_path(raw.get(SOURCE_ID_OPTION))
+        where = f"file:{self._metadata_path}" if self._metadata_path else ""
+        # Named like the connector's (spark-kafka-source-<uuid>-<hash of the metadata path>); the consumers use
+        # assign() and never commit, so only messages show it.
+        self._group = f"spark-kafka-source-{uuid.uuid4()}-{_java_hash(where)}-executor"
         self._offsets = None
         self._initial = None
         self._latest = None
         self._available_now = False
         self._available_now_target = None
         self._last_trigger_ms = 0  # 0, so the first trigger always runs
+        _compact_offsets_in_this_process()
 
     def _offset_reader(self):
         if self._error is not None:
@@ -155,11 +306,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._offsets
 
     def initialOffset(self) -> dict:
-        """startingOffsets resolved once (Spark asks twice); on restart Spark uses the checkpoint instead."""
+        """sources/<i>/0 when the checkpoint has it (a restart, even after a crash in batch 0), else startingOffsets."""
         reader = self._offset_reader()
         if self._initial is None:
-            self._initial = to_json(reader.resolve(self._start_spec))
-            log.info("Initial offsets: %s", self._initial)
+            saved = read_initial_offsets(self._metadata_path) if self._metadata_path else None
+            if saved is not None:
+                self._initial = saved
+            else:
+                self._initial = to_json(reader.resolve(self._start_spec, stream=True))
+                if self._metadata_path:
+                    write_initial_offsets(self._metadata_path, self._initial)
+                log.info("Initial offsets: %s", self._initial)
         return self._initial
 
     def getDefaultReadLimit(self):
@@ -190,8 +347,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if isinstance(limit, ReadAllAvailable):
             return to_json(latest)
         opts = self.opts
-        # Under availableNow a minimum could wait forever for data that will never be read, so it is ignored.
-        if opts.min_offsets_per_trigger is not None and not self._available_now:
+        # PySpark passes a single limit, so the minimum (a ReadMinRows of its own only when no maximum is set) is
+        # applied from the options, as the connector applies the min part of its composite limit.
+        if opts.min_offsets_per_trigger is not None:
             skip, self._last_trigger_ms = should_delay(
                 opts.min_offsets_per_trigger, begin, latest, int(time.time() * 1000), self._last_trigger_ms,
                 opts.max_trigger_delay_ms)
@@ -216,15 +374,24 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         new = set(until) - set(begin)
         first_of_new = reader.earliest(new) if new else {}
         if set(first_of_new) != new:
-            _report_data_loss(fail, f"Cannot find earliest offsets of {tp_set(new - set(first_of_new))}. "
-                                    "Some data may have been missed")
+            _report_data_loss(fail, f"Cannot find initial offsets for partitions {tp_set(new - set(first_of_new))}. "
+                                    "They may have been deleted.")
         for tp, off in sorted(first_of_new.items()):
             if off != 0:
-                _report_data_loss(fail, f"Added partition {tp_name(tp)} starts from {off} instead of 0. "
-                                        "Some data may have been missed")
+                _report_data_loss(fail, f"Added partition {tp_name(tp)} starts from {off} instead of 0.")
         gone = set(begin) - set(until)
         if gone:
-            _report_data_loss(fail, f"{tp_set(gone)} are gone. Some data may have been missed.")
+            reason = f"Partitions {tp_set(gone)} have been deleted."
+            if "group.id" in self.opts.kafka_params:
+                reason += ("\nKafka option 'kafka.group.id' has been set on this query, it is\n"
+                           "not recommended to set this option. This option is unsafe to use since multiple "
+                           "concurrent\nqueries or sources using the same group id will interfere with each other "
+                           "as they are part\nof the same consumer group. Restarted queries may also suffer "
+                           "interference from the\nprevious run having the same group id. The user should have only "
+                           "one query per group id,\nand/or set the option 'kafka.session.timeout.ms' to be very "
+                           "small so that the Kafka\nconsumers from the previous query are marked dead by the Kafka "
+                           "group coordinator before the\nrestarted query starts running.")
+            _report_data_loss(fail, reason)
         from_offsets = {**begin, **first_of_new}
         ranges = []
         for tp in sorted(until):
@@ -232,10 +399,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 continue
             first, last = from_offsets[tp], until[tp]
             if last < first:
-                _report_data_loss(fail, f"Partition {tp_name(tp)}'s offset was changed from {first} to {last}, "
-                                        "some data may have been missed")
+                _report_data_loss(fail, f"Partition {tp_name(tp)} offset was changed from {first} to {last}.\n"
+                                        "This could be either 1) a user error that the start offset is set beyond "
+                                        "available offset when starting query, or 2) the kafka topic-partition is "
+                                        "deleted and re-created.")
             ranges.append(OffsetRange(tp[0], tp[1], first, last))
-        return _input_partitions(split_ranges(ranges, self.opts.min_partitions))
+        opts = self.opts
+        return _input_partitions(split_ranges(ranges, opts.min_partitions, opts.max_records_per_partition),
+                                 self._group)
 
     def read(self, partition):
         """The records of one range, as Arrow record batches (runs on an executor)."""
@@ -252,16 +423,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
 
 class KafkaBatchReader(DataSourceReader):
-    """A bounded read of [startingOffsets, endingOffsets), like the connector's KafkaBatch."""
+    """A bounded read of [startingOffsets, endingOffsets), like the connector's KafkaRelation."""
 
     def __init__(self, options):
         raw = lower_keys(options)
         self.opts = validate_batch(raw)
-        self._start_spec = starting_spec(raw, "earliest")
-        self._end_spec = ending_spec(raw)
+        self._start_spec, self._end_spec = check_batch_load(raw)
+        self._group = f"spark-kafka-relation-{uuid.uuid4()}-executor"
 
     def partitions(self) -> list:
-        """Resolve both ends on the driver and plan one task per range (split by minPartitions)."""
+        """Resolve both ends on the driver and plan one task per partition (split by minPartitions)."""
         from .offsets import OffsetReader
 
         reader = OffsetReader(self.opts)
@@ -272,18 +443,100 @@ class KafkaBatchReader(DataSourceReader):
             reader.close()
         if set(first) != set(last):
             raise IllegalStateException(
-                f"different topic partitions for starting offsets topics[{','.join(sorted(tp_name(t) for t in first))}]"
-                f" and ending offsets topics[{','.join(sorted(tp_name(t) for t in last))}]")
+                "The specified start offset and end offset should have the same topic-partitions.\n"
+                f"Topic-partitions for start offset: {tp_set(first)}, topic-partitions for end offset: "
+                f"{tp_set(last)}.")
         ranges = []
         for tp in sorted(first):
             if first[tp] > last[tp]:
                 raise IllegalStateException(
-                    f"Beginning offset {first[tp]} is after the ending offset {last[tp]} for topic {tp[0]} "
-                    f"partition {tp[1]}. You either provided an invalid fromOffset, or the Kafka topic has been "
-                    "damaged")
+                    f"The resolved start offset {first[tp]} is greater than the resolved end offset {last[tp]} for "
+                    f"topic {tp[0]} partition {tp[1]}.\n"
+                    "Please investigate in this order:\n"
+                    "1. Check whether start offset is set beyond the end offset or the latest available offset after "
+                    "resolution. Possible inputs are:\n"
+                    "  (a) Start offset is set to a timestamp, and the end offset is set to an index of offset.\n"
+                    "  (b) Start offset is set to an index of offset, and the end offset is set to a timestamp.\n"
+                    "  (c) Start offset is set, and the end offset is set to latest.\n"
+                    "2. Check whether the Kafka topic-partition is deleted and re-created.")
             ranges.append(OffsetRange(tp[0], tp[1], first[tp], last[tp]))
-        return _input_partitions(split_ranges(ranges, self.opts.min_partitions))
+        opts = self.opts
+        return _input_partitions(batch_ranges(ranges, opts.min_partitions, opts.max_records_per_partition),
+                                 self._group)
 
     def read(self, partition):
         """The records of one range, as Arrow record batches (runs on an executor)."""
         return _read(partition, self.opts)
+
+
+# --- the driver-side hooks: option checks at load(), the checkpoint at start() -------------------------------------
+
+
+def _raise_as_pyspark(exc: IllegalArgumentException):
+    from pyspark.errors import IllegalArgumentException as PySparkIllegalArgument
+    from pyspark.errors import NumberFormatException as PySparkNumberFormat
+
+    kind = PySparkNumberFormat if isinstance(exc, NumberFormatException) else PySparkIllegalArgument
+    raise kind(message=str(exc)) from None
+
+
+_reads_routed = False
+
+
+def route_reads() -> None:
+    """Check offline Kafka reads at load() as the connector does, and give each stream an id for its checkpoint.
+
+    The connector validates its options when the DataFrame is created (IllegalArgumentException at `.load()`);
+    a Python data source is only asked for its schema there, with no way to tell a stream from a batch. So on the
+    driver, `load()` of this engine's format runs the checks of that kind of read first and raises the connector's
+    exception type and message. A streaming read also gets the hidden SOURCE_ID_OPTION (see announce_checkpoint).
+    """
+    global _reads_routed
+    if _reads_routed:
+        return
+    from pyspark.sql.readwriter import DataFrameReader
+    from pyspark.sql.streaming.readwriter import DataStreamReader
+    from pyspark.sql.utils import to_str
+
+    from . import serves
+
+    for cls, check in ((DataFrameReader, check_batch_load), (DataStreamReader, check_stream_load)):
+        originals = {name: getattr(cls, name) for name in ("format", "option", "options", "load")}
+
+        def _format(self, source, _originals=originals):
+            self._streamlab_kafka_read = serves(source)
+            return _originals["format"](self, source)
+
+        def _option(self, key, value, _originals=originals):
+            self.__dict__.setdefault("_streamlab_read_options", {})[str(key).lower()] = to_str(value)
+            return _originals["option"](self, key, value)
+
+        def _options(self, _originals=originals, **opts):
+            self.__dict__.setdefault("_streamlab_read_options", {}).update(
+                {str(k).lower(): to_str(v) for k, v in opts.items()})
+            return _originals["options"](self, **opts)
+
+        def _load(self, path=None, format=None, schema=None, _originals=originals, _check=check,
+                  _stream=cls is DataStreamReader, **opts):
+            if format is not None:
+                self.format(format)
+            if opts:
+                self.options(**opts)
+            if getattr(self, "_streamlab_kafka_read", False):
+                given = {k: v for k, v in getattr(self, "_streamlab_read_options", {}).items() if v is not None}
+                if path is not None:
+                    given["path"] = path
+                try:
+                    _check(given)
+                except IllegalArgumentException as exc:
+                    _raise_as_pyspark(exc)
+                if _stream:
+                    _originals["option"](self, SOURCE_ID_OPTION, uuid.uuid4().hex)
+            if schema is not None:
+                self.schema(schema)
+            return _originals["load"](self, path) if path is not None else _originals["load"](self)
+
+        for new, name in ((_format, "format"), (_option, "option"), (_options, "options"), (_load, "load")):
+            new.__doc__ = originals[name].__doc__
+            setattr(cls, name, new)
+    _reads_routed = True
