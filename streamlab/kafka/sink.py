@@ -1,40 +1,41 @@
-"""The offline engine's Kafka sink: Spark's KafkaWriter/KafkaWriteTask rebuilt on kafka-python.
+"""The offline engine's Kafka sink: Spark's KafkaWriter/KafkaWriteTask (4.2) rebuilt on kafka-python.
 
 What it copies from the connector (connector/kafka-0-10-sql: KafkaWriter.scala, KafkaWriteTask.scala,
-KafkaSourceProvider.scala), with the same message texts:
+KafkaSourceProvider.scala), with the same message texts (the differential tests compare them):
 - the schema is checked when the write is planned: `value` (string or binary) is required; `key` (string or
-  binary), `topic` (string), `headers` (array<struct<key:string,value:binary>>), `partition` (int) and
-  `timestamp` (timestamp or double) are optional; the `topic` option overrides a `topic` column;
-- `kafka.key.serializer` / `kafka.value.serializer` are rejected, every other `kafka.*` option goes to the producer;
+  binary), `topic` (string), `headers` (array<struct<key:string,value:binary>>) and `partition` (int) are
+  optional; the `topic` option overrides a `topic` column; any other column, `timestamp` included, is ignored
+  (the 4.2 connector has no timestamp column: records get the producer's time);
+- `kafka.key.serializer` / `kafka.value.serializer` are rejected, every other `kafka.*` option goes to the producer,
+  and a bad value fails with the Java producer's ConfigException text;
+- rows with a null key and a null value are written, as the Java producer writes them;
 - each task sends its rows asynchronously, stops at the first failed send, flushes before it reports success and
   fails if any record failed: a task never succeeds with records missing (at-least-once, like Spark);
-- nothing happens at job commit or abort: records a failed job already sent stay in the topic, and Spark never
-  calls the producer's transaction API, so `kafka.transactional.id` only makes the first send fail, with the
-  Java producer's IllegalStateException text ("Cannot perform a 'send' before completing a call to
-  initTransactions when transactions are enabled."; kafka-python raises the same error as `init_transactions`).
+- nothing happens at job commit or abort: records a failed job already sent stay in the topic;
+- failures the Java producer only reports after a timeout take that long here too: a `partition` the topic does
+  not have fails after `max.block.ms` ("Partition 5 of topic t with partition count 1 is not present in metadata
+  after 60000 ms."), and `kafka.transactional.id` (Spark never calls initTransactions) fails after
+  `delivery.timeout.ms` ("Cannot add partition t-0 to transaction before completing a call to initTransactions").
 
 Save modes. Spark gives a Python data source only an `overwrite` flag, and its planner itself rejects
 ErrorIfExists (the default) and Ignore for every Python data source ("UNSUPPORTED_DATA_SOURCE_SAVE_MODE ... Please
-use either the "Append" or "Overwrite" mode instead", checked on PySpark 4.3) before any of our code runs. So
-`route_save_modes` (installed with the offline engine) checks the mode in `DataFrameWriter.save` on the driver:
-Append and ErrorIfExists write (as Append), Overwrite and Ignore raise AnalysisException("Save mode Overwrite not
-allowed for Kafka. Allowed save modes are Append and ErrorIfExists (default)."), the connector's
-_LEGACY_ERROR_TEMP_3081. The same hook checks the schema and options on the driver, so those errors are the
-connector's AnalysisException / IllegalArgumentException with one-line messages. A writer reached without the
-hook (another entry point) still refuses Overwrite, with the same text, from `KafkaBatchWriter`.
+use either the "Append" or "Overwrite" mode instead") before any of our code runs. So `route_save_modes`
+(installed with the offline engine) checks the mode in `DataFrameWriter.save` on the driver: Append and
+ErrorIfExists write (as Append), Overwrite and Ignore raise AnalysisException("Save mode Overwrite not allowed for
+Kafka. Allowed save modes are Append and ErrorIfExists (default)."), the connector's _LEGACY_ERROR_TEMP_3081. The
+same hook checks the schema and options on the driver, so those errors are the connector's AnalysisException /
+IllegalArgumentException with its one-line messages. A writer reached without the hook (another entry point)
+still refuses Overwrite, with the same text, from `KafkaBatchWriter`.
 
 Streaming. Spark refuses the Update output mode for every Python data source sink ("... does not support Update
 mode"), which the connector accepts; `route_stream_writes` runs such a query through foreachBatch, each batch
-written by the batch sink (same records, same checkpoint; its progress names the sink ForeachBatchSink). It also
-checks the schema and options at start(), where the connector does.
+written by the batch sink (same records, same checkpoint; its progress names the sink ForeachBatchSink). As with
+the connector, a streaming write starts whatever its schema, and a bad schema fails its first batch.
 
-The `timestamp` column (timestamp, or double seconds) follows the KafkaWriteTask.scala read for this module
-(SPARK-50160); it is not in the course's facts sheet, and older connectors ignore such a column.
-
-Differences that come from kafka-python rather than from us: a row whose key and value are both null is refused
-("Need at least one: key or value"; the Java producer would write it), header values must not be null, a
-`partition` the topic does not have fails at once instead of after `max.block.ms`, and Java-only options
-(JKS stores, partitioner or interceptor classes, buffer.memory) are ignored with a warning.
+What kafka-python cannot do (listed with the other unavoidable differences in source.py): write a header whose
+value is null (the task fails with a clear message), and use Java-only options (JKS stores, partitioner or
+interceptor classes, buffer.memory), which are ignored with a warning, or refused when ignoring them would change
+what is written.
 """
 from __future__ import annotations
 
@@ -45,24 +46,35 @@ import warnings
 from dataclasses import dataclass
 from itertools import repeat
 
+from kafka.serializer import Serializer
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from .options import IllegalArgumentException, IllegalStateException
 
-TOPIC, KEY, VALUE, HEADERS, PARTITION, TIMESTAMP = "topic", "key", "value", "headers", "partition", "timestamp"
+TOPIC, KEY, VALUE, HEADERS, PARTITION = "topic", "key", "value", "headers", "partition"
 HEADERS_TYPE = "array<struct<key:string,value:binary>>"
 
 # The connector's _LEGACY_ERROR_TEMP_3081 text (Spark's error-conditions.json).
 SAVE_MODE_MESSAGE = ("Save mode {mode} not allowed for Kafka. "
                      "Allowed save modes are Append and ErrorIfExists (default).")
-NULL_TOPIC_MESSAGE = "null topic present in the data. Use the topic option for setting a default topic."
+# The connector's KAFKA_NULL_TOPIC_IN_DATA.
+NULL_TOPIC_MESSAGE = ("The Kafka message data sent to the producer contains a null topic. Use the `topic` option for "
+                      "setting a default topic.")
 # The Java producer's IllegalStateException when transactional.id is set and initTransactions was never called.
-NO_INIT_TRANSACTIONS_MESSAGE = ("Cannot perform a 'send' before completing a call to initTransactions when "
-                                "transactions are enabled.")
+NO_INIT_TRANSACTIONS_MESSAGE = "Cannot add partition {tp} to transaction before completing a call to initTransactions"
+NO_BOOTSTRAP_MESSAGE = "Kafka option bootstrap.servers is not set. Please make sure it is set and retry."
 
 
 class KafkaWriteError(RuntimeError):
     """A record the producer could not deliver; the Spark task fails with it."""
+
+
+class TimeoutException(KafkaWriteError):
+    """Named like the Java producer's org.apache.kafka.common.errors.TimeoutException."""
+
+
+class SparkException(RuntimeError):
+    """Named like the driver-side org.apache.spark.SparkException the connector raises."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -103,7 +115,6 @@ def plan_write(schema, topic_option: str | None) -> WritePlan:
     columns[VALUE] = _expression(types, VALUE, ("string", "binary"), f"Required attribute '{VALUE}' not found")
     columns[HEADERS] = _expression(types, HEADERS, (HEADERS_TYPE,))
     columns[PARTITION] = _expression(types, PARTITION, ("int",))
-    columns[TIMESTAMP] = _expression(types, TIMESTAMP, ("double", "timestamp"))
     return WritePlan(topic, {k: v for k, v in columns.items() if v is not None})
 
 
@@ -111,13 +122,13 @@ def plan_write(schema, topic_option: str | None) -> WritePlan:
 # Options: `kafka.*` source options -> kafka-python KafkaProducer arguments
 
 
-def _int(name):
+def _int(name, kind: str = "INT"):
     def convert(raw):
         try:
             return int(str(raw).strip())
         except ValueError:
             raise IllegalArgumentException(
-                f"Invalid value {raw} for configuration {name}: Not a number of type INT") from None
+                f"Invalid value {raw} for configuration {name}: Not a number of type {kind}") from None
     return convert
 
 
@@ -154,10 +165,12 @@ def _text(raw):
     return str(raw)
 
 
-_INT_OPTIONS = ("linger.ms", "batch.size", "retries", "request.timeout.ms", "delivery.timeout.ms", "max.block.ms",
-                "max.request.size", "retry.backoff.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
-                "metadata.max.age.ms", "connections.max.idle.ms", "max.in.flight.requests.per.connection",
-                "send.buffer.bytes", "receive.buffer.bytes", "transaction.timeout.ms")
+# Their types in the Java producer (kafka-clients 3.9, the connector's), which its ConfigException names.
+_INT_OPTIONS = ("batch.size", "retries", "request.timeout.ms", "delivery.timeout.ms", "max.request.size",
+                "max.in.flight.requests.per.connection", "send.buffer.bytes", "receive.buffer.bytes",
+                "transaction.timeout.ms")
+_LONG_OPTIONS = ("linger.ms", "max.block.ms", "retry.backoff.ms", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
+                 "metadata.max.age.ms", "connections.max.idle.ms")
 # Java producer config -> (kafka-python argument, converter). The names differ only by '.' -> '_'.
 PRODUCER_OPTIONS = {
     "bootstrap.servers": ("bootstrap_servers", _servers),
@@ -173,6 +186,7 @@ PRODUCER_OPTIONS = {
     "ssl.cipher.suites": ("ssl_ciphers", _text),
     "ssl.key.password": ("ssl_password", _text),
     **{name: (name.replace(".", "_"), _int(name)) for name in _INT_OPTIONS},
+    **{name: (name.replace(".", "_"), _int(name, "LONG")) for name in _LONG_OPTIONS},
 }
 # Options that only mean something to the Java client; kept out of kafka-python, with a warning.
 JAVA_ONLY_OPTIONS = ("buffer.memory", "partitioner.class", "interceptor.classes", "compression.gzip.level",
@@ -204,9 +218,8 @@ def producer_config(options) -> dict:
         raise IllegalArgumentException(
             "Kafka option 'value.serializer' is not supported as value are serialized with ByteArraySerializer.")
     if not params.get("bootstrap.servers", "").strip():
-        # The connector leaves this check to the Java producer, whose ConfigException reads like this.
-        raise IllegalArgumentException(
-            'Missing required configuration "bootstrap.servers" which has no default value.')
+        # The connector's check (KafkaTokenProviderExceptions.missingKafkaOption), on the driver.
+        raise SparkException(NO_BOOTSTRAP_MESSAGE)
     config = {}
     for name, raw in params.items():
         if name in PRODUCER_OPTIONS:
@@ -254,12 +267,13 @@ def _acquire(config: dict):
     from kafka import KafkaProducer
 
     if config.get("transactional_id"):
-        return KafkaProducer(**config)  # never shared: a transactional id belongs to one producer at a time
+        # never shared: a transactional id belongs to one producer at a time
+        return KafkaProducer(**config, key_serializer=_NullKeySerializer())
     key = repr(sorted(config.items()))
     with _producers_lock:
         producer = _producers.get(key)
         if producer is None:
-            producer = _producers[key] = KafkaProducer(**config)
+            producer = _producers[key] = KafkaProducer(**config, key_serializer=_NullKeySerializer())
         return producer
 
 
@@ -298,9 +312,23 @@ class KafkaCommitMessage(WriterCommitMessage):
     records: int
 
 
+class _NullKeySerializer(Serializer):
+    """Passes keys through, and turns NULL_KEY into None: how a row with a null key and value reaches the wire.
+
+    kafka-python's send() refuses a record whose key and value are both None ("Need at least one: key or value");
+    the Java producer writes it, and so does the connector.
+    """
+
+    def serialize(self, topic, headers, data):
+        """The key as given, None for NULL_KEY."""
+        return None if data is NULL_KEY else data
+
+
+NULL_KEY = object()
+
+
 def _column(batch, name: str, kind: str | None):
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if kind is None:
         return None
@@ -309,18 +337,29 @@ def _column(batch, name: str, kind: str | None):
         # Cast(..., BinaryType) in the connector: strings become their UTF-8 bytes (zero-copy in Arrow).
         return column.cast(pa.large_binary()).to_pylist() if kind == "string" else column.to_pylist()
     if name == HEADERS:
-        return [None if hs is None else [(h["key"], h["value"]) for h in hs] for hs in column.to_pylist()]
-    if name == TIMESTAMP:
-        if kind == "timestamp":  # microseconds -> milliseconds, as the connector strips the micros
-            millis = pc.divide(column.cast(pa.timestamp("us")).cast(pa.int64()), 1000)
-        else:  # a double is seconds since the epoch, as Cast(double AS timestamp) reads it
-            millis = pc.floor(pc.multiply(column, 1000.0)).cast(pa.int64())
-        return millis.to_pylist()
+        rows = [None if hs is None else [(h["key"], h["value"]) for h in hs] for hs in column.to_pylist()]
+        if any(value is None for hs in rows if hs for _, value in hs):
+            # kafka-python's producer cannot write a null header value (the Java producer can).
+            raise KafkaWriteError("A header value is null: the offline engine's producer (kafka-python) cannot "
+                                  "write null header values; use an empty value instead")
+        return rows
     return column.to_pylist()
+
+
+def _partition_of(producer, topic, partition, key, value) -> int:
+    # Which partition the producer picked, for messages that name it (pinned kafka-python's own partitioner).
+    try:
+        return producer._partition(topic, partition, key, value, key, value)
+    except Exception:  # noqa: BLE001 - only a message depends on it
+        return 0 if partition is None else partition
 
 
 def write_batches(plan: WritePlan, config: dict, batches) -> KafkaCommitMessage:
     """Send every row of the Arrow batches to Kafka, flush, and fail if any record was not delivered."""
+    import time
+
+    from kafka.errors import IllegalStateError
+
     producer = _acquire(config)
     outstanding: list = []  # futures not yet acknowledged
     sent = 0
@@ -336,23 +375,38 @@ def write_batches(plan: WritePlan, config: dict, batches) -> KafkaCommitMessage:
             values = _column(batch, VALUE, cols[VALUE])
             headers = _column(batch, HEADERS, cols.get(HEADERS)) or repeat(None, n)
             partitions = _column(batch, PARTITION, cols.get(PARTITION)) or repeat(None, n)
-            stamps = _column(batch, TIMESTAMP, cols.get(TIMESTAMP)) or repeat(None, n)
             append = outstanding.append
-            for topic, key, value, hs, partition, ts in zip(topics, keys, values, headers, partitions, stamps):
+            for topic, key, value, hs, partition in zip(topics, keys, values, headers, partitions):
                 if topic is None:
-                    raise KafkaWriteError(NULL_TOPIC_MESSAGE)
-                append(send(topic, value=value, key=key, headers=hs, partition=partition, timestamp_ms=ts))
+                    raise IllegalStateException(NULL_TOPIC_MESSAGE)
+                if key is None and value is None:
+                    key = NULL_KEY
+                try:
+                    append(send(topic, value=value, key=key, headers=hs, partition=partition))
+                except ValueError as exc:
+                    if "Unrecognized partition" not in str(exc):
+                        raise
+                    # The Java producer waits max.block.ms for metadata that would show the partition.
+                    wait_ms = config.get("max_block_ms", 60_000)
+                    time.sleep(wait_ms / 1000)
+                    count = len(producer.partitions_for(topic) or ())
+                    raise TimeoutException(f"Partition {partition} of topic {topic} with partition count {count} "
+                                           f"is not present in metadata after {wait_ms} ms.") from None
+                except IllegalStateError as exc:
+                    if "init_transactions" not in str(exc):
+                        raise
+                    # The Java producer accepts the record and fails once delivery.timeout.ms has passed.
+                    time.sleep(config.get("delivery_timeout_ms", 120_000) / 1000)
+                    where = f"{topic}-{_partition_of(producer, topic, partition, key, value)}"
+                    raise IllegalStateException(NO_INIT_TRANSACTIONS_MESSAGE.format(tp=where)) from None
             sent += n
             # Like KafkaWriteTask, stop sending once a record has failed (checked once per Arrow batch).
             outstanding = _unacknowledged(outstanding)
         producer.flush()
         if _unacknowledged(outstanding):
             raise KafkaWriteError("Some records were still unacknowledged after flush()")
-    except BaseException as exc:
+    except BaseException:
         _discard(config, producer)  # its state is unknown; the next task gets a fresh one
-        if "before completing a call to init_transactions" in str(exc):
-            # kafka-python says init_transactions; show the connector user's exact words.
-            raise IllegalStateException(NO_INIT_TRANSACTIONS_MESSAGE) from exc
         raise
     if config.get("transactional_id"):
         producer.close(timeout=5)
@@ -421,7 +475,7 @@ _modes_routed = False
 
 def _checked_write_options(writer) -> dict:
     """The writer's Kafka options, validated on the driver as the connector does before any task runs."""
-    from pyspark.errors import AnalysisException
+    from pyspark.errors import AnalysisException, PySparkException
     from pyspark.errors import IllegalArgumentException as PySparkIllegalArgumentException
 
     given = {k: v for k, v in getattr(writer, "_streamlab_options", {}).items() if v is not None}
@@ -432,6 +486,8 @@ def _checked_write_options(writer) -> dict:
         raise PySparkIllegalArgumentException(message=str(exc)) from None
     except ValueError as exc:
         raise AnalysisException(message=str(exc)) from None
+    except SparkException as exc:
+        raise PySparkException(message=str(exc)) from None
     return given
 
 
@@ -452,7 +508,7 @@ def route_save_modes() -> None:
     from pyspark.sql.readwriter import DataFrameWriter
     from pyspark.sql.utils import to_str
 
-    from . import OFFLINE_NAME
+    from . import serves
 
     originals = {name: getattr(DataFrameWriter, name) for name in ("mode", "format", "option", "options", "save")}
 
@@ -464,8 +520,7 @@ def route_save_modes() -> None:
 
     def _format(self, source):
         result = originals["format"](self, source)
-        name = source.strip().lower() if isinstance(source, str) else ""
-        self._streamlab_kafka = name in ("kafka", OFFLINE_NAME)
+        self._streamlab_kafka = serves(source)
         return result
 
     def _option(self, key, value):
@@ -504,13 +559,14 @@ _streams_routed = False
 
 
 def route_stream_writes() -> None:
-    """Check streaming Kafka writes at start() and serve outputMode("update") through foreachBatch.
+    """Serve outputMode("update") of streaming Kafka writes through foreachBatch, and announce checkpoints.
 
-    The connector validates the schema when the query starts (AnalysisException) and accepts the Update output
-    mode (it writes the rows each batch updated). A Python data source sink is refused Update by Spark itself
-    ("... does not support Update mode", PySpark 4.3), so an Update-mode Kafka query runs as foreachBatch, each
-    batch written by the batch sink with the query's options: the same records, at-least-once, with the same
-    checkpoint; only its progress names the sink ForeachBatchSink.
+    The connector accepts the Update output mode (it writes the rows each batch updated); it checks the schema and
+    options only when the query runs its first batch, and so does the Python sink. A Python data source sink is
+    refused Update by Spark itself ("... does not support Update mode", PySpark 4.2), so an Update-mode Kafka query
+    runs as foreachBatch, each batch written by the batch sink with the query's options: the same records,
+    at-least-once, with the same checkpoint; only its progress names the sink ForeachBatchSink. The hook also
+    tells the offline source of any query where its checkpoint is (source.announce_checkpoint).
     """
     global _streams_routed
     if _streams_routed:
@@ -518,10 +574,10 @@ def route_stream_writes() -> None:
     from pyspark.sql.streaming.readwriter import DataStreamWriter
     from pyspark.sql.utils import to_str
 
-    from . import OFFLINE_NAME
+    from . import serves
 
     originals = {name: getattr(DataStreamWriter, name) for name in ("outputMode", "format", "option", "options",
-                                                                     "start")}
+                                                                     "queryName", "start")}
 
     def _outputMode(self, outputMode):
         result = originals["outputMode"](self, outputMode)  # Spark validates the name first
@@ -530,7 +586,7 @@ def route_stream_writes() -> None:
 
     def _format(self, source):
         result = originals["format"](self, source)
-        self._streamlab_kafka = isinstance(source, str) and source.strip().lower() in ("kafka", OFFLINE_NAME)
+        self._streamlab_kafka = serves(source)
         return result
 
     def _option(self, key, value):
@@ -543,7 +599,13 @@ def route_stream_writes() -> None:
         self.__dict__.setdefault("_streamlab_options", {}).update({k.lower(): to_str(v) for k, v in opts.items()})
         return result
 
+    def _queryName(self, queryName):
+        self._streamlab_query_name = queryName
+        return originals["queryName"](self, queryName)
+
     def _start(self, path=None, format=None, outputMode=None, partitionBy=None, queryName=None, **opts):
+        from .source import announce_checkpoint
+
         self.options(**opts)
         if outputMode is not None:
             self.outputMode(outputMode)
@@ -553,13 +615,16 @@ def route_stream_writes() -> None:
             self.format(format)
         if queryName is not None:
             self.queryName(queryName)
-        if getattr(self, "_streamlab_kafka", False):
-            given = _checked_write_options(self)
-            if getattr(self, "_streamlab_output_mode", "append") == "update":
-                self.foreachBatch(_batch_writer(given))
+        if getattr(self, "_streamlab_kafka", False) and getattr(self, "_streamlab_output_mode", "append") == "update":
+            # No checks here: like the connector's, a bad schema or option fails the query's first batch.
+            given = {k: v for k, v in getattr(self, "_streamlab_options", {}).items() if v is not None}
+            self.foreachBatch(_batch_writer(given))
+        # Any query may read with the offline source, whatever it writes to: tell that source its checkpoint.
+        announce_checkpoint(self._df, getattr(self, "_streamlab_options", {}),
+                            getattr(self, "_streamlab_query_name", None))
         return originals["start"](self, path)
 
-    for new in (_outputMode, _format, _option, _options, _start):
+    for new in (_outputMode, _format, _option, _options, _queryName, _start):
         name = new.__name__.lstrip("_")
         new.__doc__ = originals[name].__doc__
         setattr(DataStreamWriter, name, new)
@@ -567,8 +632,10 @@ def route_stream_writes() -> None:
 
 
 def _batch_writer(options: dict):
+    from . import OFFLINE_NAME
+
     def write(batch_df, batch_id):
-        writer = batch_df.write.format("kafka")
+        writer = batch_df.write.format(OFFLINE_NAME)
         for key, value in options.items():
             writer = writer.option(key, value)
         writer.save()
