@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from .course import RELEASE, ROOT, SOURCE, GraderError
+from .course import RELEASE, ROOT, SOURCE, CouldNotGrade, GraderError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,7 +52,15 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from .cohort import grade_cohort
 
-            grade_cohort(args.submissions, args.out, args.workers, args.timeout, args.source.resolve())
+            results = grade_cohort(args.submissions, args.out, args.workers, args.timeout, args.source.resolve())
+            missed = [r for r in results if not r.graded]
+            if missed:
+                print(f"error: {len(missed)} submission(s) could not be graded (marked 'not graded' in grades.csv); "
+                      "fix the machine and grade again", file=sys.stderr)
+                return 4
+    except CouldNotGrade as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
     except GraderError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .course import SOURCE, GraderError, assignments, fast_imports
+from .course import SOURCE, CouldNotGrade, GraderError, assignments, fast_imports
 from .grading import Result, _num, grade_notebook
 
 
@@ -62,6 +62,9 @@ def _grade_task(task: Task, timeout: int | None, source: Path) -> Result:
             if task.note:
                 result.notes.insert(0, task.note)
             return result
+        except CouldNotGrade as exc:
+            task.error = str(exc)
+            result.graded = False
         except GraderError as exc:
             task.error = str(exc)
         except Exception as exc:  # a grader bug must not stop the cohort; report it on that row
@@ -92,9 +95,9 @@ def grade_cohort(submissions: str | Path, out: str | Path, workers: int = 2, tim
         task.feedback_dir = out / "feedback" / task.student
     if not quiet:
         print(f"grading {len(tasks)} submission(s) from {submissions} with {workers} worker(s) …", flush=True)
-    from .grading import _ensure_broker
+    from .grading import check_environment
 
-    _ensure_broker()  # once, before the workers start, so they never race to start it
+    check_environment()  # once, before the workers start: no Java or no broker grades nobody, and says why
     if workers <= 1 or len(tasks) <= 1:
         results = [_grade_task(t, timeout, source) for t in tasks]
     else:
@@ -104,7 +107,7 @@ def grade_cohort(submissions: str | Path, out: str | Path, workers: int = 2, tim
     write_outputs(results, out)
     if not quiet:
         for r in results:
-            state = f"error: {r.error}" if r.error else f"{_num(r.score)} / {_num(r.max_score)}"
+            state = (r.error if not r.graded else f"error: {r.error}") if r.error else f"{_num(r.score)} / {_num(r.max_score)}"
             print(f"{r.student:<16} {r.assignment:<24} {state}")
         print(f"grades: {out / 'grades.csv'}\nmessages: {out / 'messages.csv'}\nfeedback: {out / 'feedback'}")
     return results
@@ -115,9 +118,12 @@ def write_outputs(results: list[Result], out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "grades.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["student", "assignment", "score", "max_score"])
+        writer.writerow(["student", "assignment", "score", "max_score", "status"])
         for r in sorted(results, key=lambda r: (r.student, r.assignment)):
-            writer.writerow([r.student, r.assignment, _num(r.score), _num(r.max_score)])
+            # A row the machine could not grade has no score at all, so it cannot pass for a zero.
+            score = _num(r.score) if r.graded else ""
+            status = "not graded" if not r.graded else ("ungradable" if r.error else "graded")
+            writer.writerow([r.student, r.assignment, score, _num(r.max_score), status])
     with open(out / "messages.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["student", "assignment", "exercise", "message"])

@@ -61,6 +61,13 @@ class GraderError(Exception):
     """A problem that stops one notebook (or one command) from being graded; its message is one line."""
 
 
+class CouldNotGrade(GraderError):
+    """The machine, not the learner, is at fault (no Java, the broker down or lost mid-check): never a score."""
+
+    def __str__(self) -> str:
+        return f"could not grade: {super().__str__()}"
+
+
 def assignments(source: Path = SOURCE) -> list[str]:
     """The assignment ids present in `source`: folders <id>/ holding <id>.ipynb, sorted."""
     if not source.is_dir():

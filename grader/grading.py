@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .course import ROOT, SOURCE, GraderError, assignments, generate, temp_course
+from .course import ROOT, SOURCE, CouldNotGrade, GraderError, assignments, generate, temp_course
 
 DEFAULT_STUDENT = "learner"
 CHECK_RESULTS = ROOT / "feedback" / "check"
@@ -40,6 +40,7 @@ class Result:
     error: str | None = None
     feedback: str | None = None
     seconds: float = 0.0
+    graded: bool = True  # False when the machine was at fault (CouldNotGrade): no score is given
 
 
 # ---------------------------------------------------------------- reading the learner's file
@@ -284,9 +285,13 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
             if extra.is_file() and extra.suffix != ".ipynb" and not dest.exists():
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(extra, dest)
-        _ensure_broker()
-        with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1"), stderr_to(root / "kernel.log"):
+        bootstrap = check_environment()
+        # KAFKA_BOOTSTRAP: the kernel uses this broker and never starts one, so a broker lost mid-run stays lost
+        # and is reported as the machine's fault instead of being quietly replaced.
+        with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1", KAFKA_BOOTSTRAP=bootstrap), \
+                stderr_to(root / "kernel.log"):
             outcome = api.autograde(aid, student, force=True, create=True)
+        _broker_still_there(bootstrap)
         graded_path = root / "autograded" / student / aid / f"{aid}.ipynb"
         if not outcome.get("success") or not graded_path.exists():
             why = _last_error(outcome)
@@ -353,14 +358,30 @@ def setenv(**values: str):
                 os.environ[key] = old
 
 
-def _ensure_broker() -> None:
+def check_environment() -> str:
+    """Java and the broker, before any cell runs: CouldNotGrade naming the fix, else the broker's address."""
     from streamlab.broker import ensure_broker
     from streamlab.errors import LabError
+    from streamlab.session import java_version
 
     try:
-        ensure_broker()
+        java_version()
     except LabError as exc:
-        raise GraderError(f"the Kafka broker is not available: {exc}") from None
+        raise CouldNotGrade(str(exc)) from None
+    try:
+        return ensure_broker()
+    except LabError as exc:
+        raise CouldNotGrade(f"the Kafka broker is not available: {exc}") from None
+
+
+def _broker_still_there(bootstrap: str) -> None:
+    """A broker lost during the run fails cells through no fault of the learner's: no score then."""
+    from streamlab.broker import probe
+
+    if probe(bootstrap, timeout=3.0) != "kafka":
+        raise CouldNotGrade(f"the Kafka broker at {bootstrap} stopped answering during the check, so failed cells "
+                            "may not be the notebook's fault: start it (`python -m streamlab broker start`) and "
+                            "check again")
 
 
 def _last_error(outcome: dict) -> str:

@@ -178,8 +178,10 @@ def test_grades_csv_and_feedback(cohort):
     results, out = cohort
     with open(out / "grades.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    assert list(rows[0]) == ["student", "assignment", "score", "max_score"]
+    assert list(rows[0]) == ["student", "assignment", "score", "max_score", "status"]
     got = {row["student"]: (row["assignment"], row["score"], row["max_score"]) for row in rows}
+    assert {row["student"]: row["status"] for row in rows if row["status"] != "graded"} == {
+        "malformed": "ungradable", "crash": "ungradable"}
     expected = {"solution": "6", "untouched": "0", "partial": "3", "syntax": "4", "exception": "4", "loop": "4",
                 "deleted": "5", "reordered": "5", "edited": "4", "malformed": "0", "wrongname": "6", "crash": "0"}
     assert got == {s: (AID, score, "6") for s, score in expected.items()}
@@ -279,3 +281,76 @@ def test_check_is_skipped_while_grading(monkeypatch, capsys):
     monkeypatch.setenv("STREAMLAB_GRADING", "1")
     assert grader.check(SOLUTION, source=FIXTURES) is None
     assert "skipped while the grader runs" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- the machine at fault: never a score
+
+def _grader(*args, env=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "grader", "--source", str(FIXTURES), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def test_no_java_is_could_not_grade_never_a_zero(tmp_path):
+    """No Java: `check` and `grade` say "could not grade" with the fix, exit 4, and write no score."""
+    copy = tmp_path / f"{AID}.ipynb"
+    shutil.copyfile(SOLUTION, copy)
+    no_java = {"JAVA_HOME": str(tmp_path / "nowhere")}
+    checked = _grader("check", str(copy), env=no_java)
+    assert checked.returncode == 4, checked.stdout + checked.stderr
+    assert "could not grade: Java was not found" in checked.stderr and "JAVA_HOME" in checked.stderr
+    assert "score:" not in checked.stdout
+    subs = tmp_path / "subs"
+    shutil.copyfile(SOLUTION, _write(subs, "ada", raw=b""))
+    graded = _grader("grade", str(subs), "--out", str(tmp_path / "out"), env=no_java)
+    assert graded.returncode == 4 and "could not grade: Java was not found" in graded.stderr
+    assert not (tmp_path / "out" / "grades.csv").exists(), "a cohort graded without Java got scores"
+
+
+def test_a_broker_lost_mid_check_is_not_the_learner_s_fault(tmp_path, monkeypatch):
+    """The broker dies while a correct notebook runs: "could not grade", not a low score (cohort: not graded)."""
+    import socket
+    import threading
+    import time
+
+    import psutil
+
+    from grader.cohort import write_outputs
+    from grader.grading import Result
+    from streamlab import broker
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.delenv("KAFKA_BOOTSTRAP", raising=False)
+    monkeypatch.setenv("STREAMLAB_BROKER_PORT", str(port))
+    broker.ensure_broker()
+    me = psutil.Process()
+
+    def lose_the_broker_once_a_kernel_runs():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if any("ipykernel" in " ".join(c.cmdline()) for c in me.children(recursive=True) if c.is_running()):
+                time.sleep(1.0)
+                broker.stop_broker(port=port)
+                return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=lose_the_broker_once_a_kernel_runs, daemon=True)
+    killer.start()
+    copy = tmp_path / f"{AID}.ipynb"
+    shutil.copyfile(SOLUTION, copy)
+    from grader.course import CouldNotGrade
+    from grader.grading import grade_notebook
+
+    try:
+        with pytest.raises(CouldNotGrade, match="stopped answering during the check.*broker start"):
+            grade_notebook(copy, source=FIXTURES, timeout=TIMEOUT)
+    finally:
+        killer.join(timeout=130)
+        broker.stop_broker(port=port)
+        shutil.rmtree(broker.data_dir(port, "kafka"), ignore_errors=True)
+    row = Result("ada", AID, str(copy), error="could not grade: broker lost", max_score=6, graded=False)
+    write_outputs([row], tmp_path / "out")
+    with open(tmp_path / "out" / "grades.csv", newline="") as fh:
+        (written,) = list(csv.DictReader(fh))
+    assert written["score"] == "" and written["status"] == "not graded"
