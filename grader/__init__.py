@@ -3,6 +3,6 @@ from __future__ import annotations
 
 from .course import GraderError, assignments, release
 from .grading import Result, grade_notebook
-from .notebook import check, check_here, timing
+from .notebook import check, check_button, check_here, timing
 
-__all__ = ["GraderError", "Result", "assignments", "check", "check_here", "grade_notebook", "release", "timing"]
+__all__ = ["GraderError", "Result", "assignments", "check", "check_button", "check_here", "grade_notebook", "release", "timing"]

@@ -26,7 +26,7 @@ def _find(target: str | os.PathLike | None) -> Path:
 
 
 def check(target: str | os.PathLike | None = None, timeout: int | None = None,
-          source: str | os.PathLike | None = None) -> int | None:
+          source: str | os.PathLike | None = None, _announce: bool = True) -> int | None:
     """Grade a saved notebook (an assignment id, a path, or the running notebook) in a subprocess; print the table."""
     if os.environ.get("STREAMLAB_GRADING") == "1":
         print("check() is skipped while the grader runs this notebook")
@@ -36,7 +36,10 @@ def check(target: str | os.PathLike | None = None, timeout: int | None = None,
     except ValueError as exc:
         print(f"⚠️  {exc}")
         return None
-    print(f"Grading the last saved version of {path.name} (save first: Ctrl-S) …", flush=True)
+    if _announce:
+        print(f"Grading the last saved version of {path.name} (save first: Ctrl-S) …", flush=True)
+    else:
+        print(f"Grading it with the hidden tests in a fresh kernel (a minute or two) …", flush=True)
     cmd = [sys.executable, "-m", "grader"] + (["--source", str(source)] if source else []) + ["check", str(path)]
     if timeout:
         cmd += ["--timeout", str(timeout)]
@@ -49,9 +52,79 @@ def check(target: str | os.PathLike | None = None, timeout: int | None = None,
     return done.returncode
 
 
+SAVE_WAIT_S = 10.0
+
+
+def save_open_notebook(path: Path, wait: float = SAVE_WAIT_S) -> bool:
+    """Ask JupyterLab to save the notebook this kernel runs (through ipylab); True once the file on disk changed.
+
+    Kernel-to-browser messages go out while a cell runs, so the save happens during this cell; without a
+    JupyterLab front end (a headless run) nothing answers and this returns False after `wait` seconds.
+    """
+    try:
+        from ipylab import JupyterFrontEnd
+    except ImportError:
+        return False
+    before = path.stat().st_mtime_ns
+    JupyterFrontEnd().commands.execute("docmanager:save")
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if path.stat().st_mtime_ns != before:
+            time.sleep(0.3)  # let the write finish
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def check_here(timeout: int | None = None) -> int | None:
-    """Grade the notebook this kernel runs (JupyterLab tells the kernel its path) and print the table."""
-    return check(None, timeout)
+    """Save the notebook this kernel runs, grade it with the hidden tests and print the table."""
+    if os.environ.get("STREAMLAB_GRADING") == "1":
+        print("check_here() is skipped while the grader runs this notebook")
+        return None
+    try:
+        path = _find(None)
+    except ValueError as exc:
+        print(f"⚠️  {exc}")
+        return None
+    if save_open_notebook(path):
+        print(f"Saved {path.name}.")
+    else:
+        age = time.time() - path.stat().st_mtime
+        print(f"⚠️  Could not save {path.name} for you: what is graded is the copy saved {_ago(age)}. "
+              "Save it (Ctrl-S) and run this cell again to grade your latest answers.")
+    return check(path, timeout, _announce=False)
+
+
+def check_button(timeout: int | None = None):
+    """A "Check my work" button: a click saves this notebook, grades it with the hidden tests, shows the table.
+
+    A button rather than a call, so Restart & Run All never starts a grading run; the click is handled while the
+    notebook is idle, as widget events are.
+    """
+    import ipywidgets as W
+    from IPython.display import display
+
+    button = W.Button(description="Check my work", icon="check", button_style="primary",
+                      layout=W.Layout(width="180px"))
+    out = W.Output()
+
+    def on_click(_):
+        button.disabled, button.description = True, "checking …"
+        out.clear_output()
+        try:
+            with out:
+                check_here(timeout)
+        finally:
+            button.disabled, button.description = False, "Check again"
+
+    button.on_click(on_click)
+    display(W.VBox([button, out]))
+
+
+def _ago(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s ago"
+    return f"{seconds / 60:.0f} min ago" if seconds < 5400 else f"{seconds / 3600:.1f} h ago"
 
 
 def timing(notebook: str | os.PathLike, timeout: int | None = None,

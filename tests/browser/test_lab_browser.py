@@ -22,6 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "03-consumer-lag"
+CHECKED = "00-setup"  # the in-notebook check is tried here: its grading is the shortest
 RESULTS = ROOT / "test-results" / "browser"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -52,9 +53,10 @@ def _get(url: str) -> int:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, bootstrap):
-    """JupyterLab serving a copy of module 3, on 127.0.0.1 with a random token."""
+    """JupyterLab serving copies of modules 0 and 3, on 127.0.0.1 with a random token."""
     work = tmp_path_factory.mktemp("lab")
-    shutil.copytree(ROOT / "notebooks" / MODULE, work / MODULE)
+    for module in (MODULE, CHECKED):
+        shutil.copytree(ROOT / "notebooks" / module, work / module)
     port, token = _free_port(), secrets.token_hex(16)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
            "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
@@ -154,3 +156,45 @@ def _lag(readout: str) -> int:
     match = re.search(r"lag (\d+)", readout)
     assert match, f"no lag in the readout {readout!r}"
     return int(match.group(1))
+
+
+def test_check_button_saves_and_grades_the_open_notebook(lab):
+    """Answer an exercise without saving, click "Check my work": the notebook is saved and the score counts it."""
+    from playwright.sync_api import sync_playwright
+
+    base, token = lab
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(f"{base}/lab/tree/{CHECKED}/{CHECKED}.ipynb?token={token}")
+            page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=60_000)
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+            # JupyterLab restores the earlier test's tabs too: find this notebook's panel by its path.
+            find = f"""() => Array.from(window.jupyterapp.shell.widgets('main')).find(
+                w => w.context && w.context.path.endsWith('{CHECKED}.ipynb'))"""
+            page.wait_for_function(f"() => {{ const p = ({find})(); return p && p.content.widgets.length > 20; }}",
+                                   timeout=60_000)
+            # The answer goes into the open notebook only (no save); then only the last cell runs.
+            page.evaluate(f"""async () => {{
+                const app = window.jupyterapp, panel = ({find})(), nb = panel.content;
+                await panel.sessionContext.ready;
+                const answer = nb.widgets.find(c => /^cap = None/.test(c.model.sharedModel.getSource()));
+                answer.model.sharedModel.setSource('cap = 750');
+                app.shell.activateById(panel.id);
+                nb.activeCellIndex = nb.widgets.length - 1;
+                await app.commands.execute('notebook:run-cell');
+            }}""")
+            page.get_by_role("button", name="Check my work").click(timeout=60_000)
+            page.wait_for_function("() => /score: \\S+ \\/ \\S+/.test(document.body.innerText)", timeout=300_000)
+            page.screenshot(path=str(RESULTS / "check-button.png"))
+            text = page.evaluate("() => document.body.innerText")
+        except Exception:
+            page.screenshot(path=str(RESULTS / "check-failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+    assert "Saved 00-setup.ipynb" in text, "the check did not save the open notebook"
+    assert "score: 2 / 3" in text, f"the unsaved answer was not graded: {text[-1500:]}"
+    assert "ex1_four_batches" in text and "✅ passed" in text
