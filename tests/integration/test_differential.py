@@ -176,30 +176,31 @@ def test_trigger_once_ignores_the_cap(spark, stack, tmp_path):
 
 
 def test_many_small_partitions_push_a_batch_over_the_cap(spark, stack, tmp_path):
-    name = stack.topic(partitions=20)
-    produce(stack.bootstrap, name, {p: 1 for p in range(20)})
-    query, rows = run(stream(spark, stack, subscribe=name, startingOffsets="earliest", maxOffsetsPerTrigger=10),
+    name = stack.topic(partitions=12)
+    produce(stack.bootstrap, name, {p: 1 for p in range(12)})
+    query, rows = run(stream(spark, stack, subscribe=name, startingOffsets="earliest", maxOffsetsPerTrigger=6),
                       tmp_path / "ck")
     assert query.exception() is None
-    assert [b[0] for b in batches(query)] == [20]
-    assert rows == [(p, 0) for p in range(20)]
+    # each share is 6 * 1/12 = 0.5, rounded up to 1: one batch of 12 under a cap of 6
+    assert [b[0] for b in batches(query)] == [12]
+    assert rows == [(p, 0) for p in range(12)]
 
 
 def test_processing_time_runs_capped_batches_that_round_down(spark, stack, tmp_path):
     name = stack.topic(partitions=2)
-    produce(stack.bootstrap, name, {0: 20, 1: 10})
+    produce(stack.bootstrap, name, {0: 8, 1: 4})
     sizes = []
-    query = (stream(spark, stack, subscribe=name, startingOffsets="earliest", maxOffsetsPerTrigger=10)
+    query = (stream(spark, stack, subscribe=name, startingOffsets="earliest", maxOffsetsPerTrigger=5)
              .writeStream.foreachBatch(lambda df, _: sizes.append(df.count()))
              .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="200 milliseconds").start())
     try:
-        wait_for(lambda: sum(sizes) >= 30, what="the backlog")
-        time.sleep(1)  # a few more triggers: with nothing new, no batch runs
+        wait_for(lambda: sum(sizes) >= 12, what="the backlog")
+        time.sleep(0.6)  # a few more triggers: with nothing new, no batch runs
         assert query.exception() is None
-        # 10 * 20/30 = 6.7 -> 6 and 10 * 10/30 = 3.3 -> 3: 9 a batch, under the cap, then what is left
-        assert sizes == [9, 9, 9, 3]
-        assert [b[2] for b in batches(query)] == [{name: {"0": 6 * k, "1": 3 * k}} for k in (1, 2, 3)] + [
-            {name: {"0": 20, "1": 10}}]
+        # 5 * 8/12 = 3.3 -> 3 and 5 * 4/12 = 1.7 -> 1: 4 a batch, under the cap; then 5 * 2/4 = 2.5 -> 2 each
+        assert sizes == [4, 4, 4]
+        assert [b[2] for b in batches(query)] == [{name: {"0": 3, "1": 1}}, {name: {"0": 6, "1": 2}},
+                                                  {name: {"0": 8, "1": 4}}]
     finally:
         query.stop()
 
@@ -480,7 +481,7 @@ def test_batch_read_counts_exactly_the_range_between_starting_and_ending_offsets
         in str(info.value)
 
 
-def test_timestamp_positions_pick_the_first_record_at_or_after_the_timestamp(spark, stack):
+def test_timestamp_positions_pick_the_first_record_at_or_after_the_timestamp(spark, stack, tmp_path):
     from kafka import KafkaProducer
 
     name = stack.topic(partitions=1)
@@ -502,6 +503,11 @@ def test_timestamp_positions_pick_the_first_record_at_or_after_the_timestamp(spa
         offsets(startingTimestamp=late)
     assert f"No offset matched from request of topic-partition {name}-0 and timestamp {late}." in str(info.value)
     assert offsets(startingTimestamp=late, startingOffsetsByTimestampStrategy="latest") == []
+    # A stream resolves its start the same way, once, into sources/0/0.
+    query, rows = run(stream(spark, stack, subscribe=name,
+                             startingOffsetsByTimestamp=json.dumps({name: {"0": base + 35}})), tmp_path / "ck")
+    assert query.exception() is None and rows == [(0, 4), (0, 5)]
+    assert (tmp_path / "ck" / "sources" / "0" / "0").read_bytes() == f'\x00v1\n{{"{name}":{{"0":4}}}}'.encode()
 
 
 def test_headers_keys_values_and_utc_timestamps(spark, stack):

@@ -220,7 +220,9 @@ def test_streaming_write_commits_every_batch(spark, stack, tmp_path):
     finally:
         query.stop()
     written = sorted(int(v) for _, _, v, _, _ in read_back(name, stack.bootstrap))
-    assert len(written) >= 150 and written == list(range(len(written)))
+    # Batches 0-2 were committed, so all their rows are there, once; stop() may cut a later batch short, whose
+    # rows a restart would write again (at-least-once).
+    assert set(range(150)) <= set(written) and len(set(written)) == len(written)
 
 
 def test_one_hundred_thousand_records_all_arrive(spark, stack):
