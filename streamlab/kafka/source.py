@@ -480,6 +480,33 @@ def _raise_as_pyspark(exc: IllegalArgumentException):
     raise kind(message=str(exc)) from None
 
 
+def _check_user_schema(reader, options: dict, stream: bool) -> None:
+    """A schema given to the reader: a stream refuses any, a batch read one that is not the Kafka schema."""
+    given = getattr(reader, "_streamlab_user_schema", None)
+    if given is None:
+        return
+    if stream:
+        raise IllegalArgumentException(
+            "requirement failed: Kafka source has a fixed schema and cannot be set with a custom one")
+    from pyspark.errors import AnalysisException
+    from pyspark.sql.types import _parse_datatype_string
+
+    wanted = given if isinstance(given, StructType) else _parse_datatype_string(given)
+    actual = kafka_schema(_to_bool("includeHeaders", options.get("includeheaders", "false")))
+    if wanted != actual:
+        jvm = reader._spark._jvm
+
+        def ddl(schema):
+            return jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()).toDDL()
+
+        # Spark's USER_SPECIFIED_AND_ACTUAL_SCHEMA_MISMATCH, raised by its relation resolution for the connector.
+        raise AnalysisException(message=(
+            "[USER_SPECIFIED_AND_ACTUAL_SCHEMA_MISMATCH] The user-specified schema doesn't match the actual schema:\n"
+            f"user-specified: {ddl(wanted)}, actual: {ddl(actual)}. If you're using\nDataFrameReader.schema API or "
+            "creating a table, please do not specify the schema.\nOr if you're scanning an existed table, please "
+            "drop it and re-create it. SQLSTATE: 42K03"))
+
+
 _reads_routed = False
 
 
@@ -501,11 +528,15 @@ def route_reads() -> None:
     from . import serves
 
     for cls, check in ((DataFrameReader, check_batch_load), (DataStreamReader, check_stream_load)):
-        originals = {name: getattr(cls, name) for name in ("format", "option", "options", "load")}
+        originals = {name: getattr(cls, name) for name in ("format", "option", "options", "schema", "load")}
 
         def _format(self, source, _originals=originals):
             self._streamlab_kafka_read = serves(source)
             return _originals["format"](self, source)
+
+        def _schema(self, schema, _originals=originals):
+            self._streamlab_user_schema = schema
+            return _originals["schema"](self, schema)
 
         def _option(self, key, value, _originals=originals):
             self.__dict__.setdefault("_streamlab_read_options", {})[str(key).lower()] = to_str(value)
@@ -522,21 +553,23 @@ def route_reads() -> None:
                 self.format(format)
             if opts:
                 self.options(**opts)
+            if schema is not None:
+                self.schema(schema)
             if getattr(self, "_streamlab_kafka_read", False):
                 given = {k: v for k, v in getattr(self, "_streamlab_read_options", {}).items() if v is not None}
                 if path is not None:
                     given["path"] = path
                 try:
                     _check(given)
+                    _check_user_schema(self, given, _stream)
                 except IllegalArgumentException as exc:
                     _raise_as_pyspark(exc)
                 if _stream:
                     _originals["option"](self, SOURCE_ID_OPTION, uuid.uuid4().hex)
-            if schema is not None:
-                self.schema(schema)
             return _originals["load"](self, path) if path is not None else _originals["load"](self)
 
-        for new, name in ((_format, "format"), (_option, "option"), (_options, "options"), (_load, "load")):
+        for new, name in ((_format, "format"), (_option, "option"), (_options, "options"), (_schema, "schema"),
+                          (_load, "load")):
             new.__doc__ = originals[name].__doc__
             setattr(cls, name, new)
     _reads_routed = True

@@ -598,6 +598,27 @@ def test_option_errors_at_load(spark, stack, read, options, kind, text):
     assert str(info.value) == text
 
 
+def test_a_custom_schema_is_refused_at_load(spark, stack):
+    def reader(kind):
+        return kind.format(stack.format).option("kafka.bootstrap.servers", "127.0.0.1:1").option("subscribe", "t")
+
+    with pytest.raises(Exception) as info:
+        reader(spark.readStream).schema("a INT").load()
+    assert (type(info.value).__name__, str(info.value)) == (
+        "IllegalArgumentException", "requirement failed: Kafka source has a fixed schema and cannot be set with a "
+                                    "custom one")
+    with pytest.raises(Exception) as info:
+        reader(spark.read).schema("a INT").load()
+    assert (type(info.value).__name__, str(info.value)) == ("AnalysisException", (
+        "[USER_SPECIFIED_AND_ACTUAL_SCHEMA_MISMATCH] The user-specified schema doesn't match the actual schema:\n"
+        "user-specified: a INT, actual: key BINARY,value BINARY,topic STRING,partition INT,offset BIGINT,timestamp "
+        "TIMESTAMP,timestampType INT. If you're using\nDataFrameReader.schema API or creating a table, please do not "
+        "specify the schema.\nOr if you're scanning an existed table, please drop it and re-create it. SQLSTATE: "
+        "42K03"))
+    fixed = reader(spark.read).load().schema
+    assert reader(spark.read).schema(fixed).load().columns == fixed.names  # the Kafka schema itself is fine
+
+
 START_ERRORS = [
     ({"assign": "{x"}, 'Expected e.g. {"topicA":[0,1],"topicB":[0,1]}, got {x'),
     ({"failOnDataLoss": "maybe"}, 'For input string: "maybe"'),
