@@ -71,3 +71,123 @@ def _java_max(a: float, b: float) -> float:
     if a == b == 0.0:
         return b if math.copysign(1.0, a) < 0 else a
     return a if a > b else b
+
+
+# -- a simulated DStream driven by the estimator -------------------------------------------------------------------
+
+def simulate(batches: int = 40, interval_ms: int = 1000, input_rate=2000, cost_ms: float = 1.0,
+             overhead_ms: float = 50.0, backpressure: bool = True, max_rate: float | None = None,
+             initial_rate: float | None = None, proportional: float = 1.0, integral: float = 0.2,
+             derivative: float = 0.0, min_rate: float = 100.0):
+    """Run a simulated DStreams job batch by batch; returns a pandas DataFrame with one row per batch.
+
+    The model, kept small on purpose: records arrive in Kafka at `input_rate` records/s (a number, or a function
+    of the batch's time in seconds). Every `interval_ms` a batch is generated and takes at most
+    `ingest_rate × interval` records of the backlog, where `ingest_rate` is the newest rate the estimator had
+    published by then (before its first estimate: `initial_rate`, or no limit), capped by `max_rate` (the total of
+    `spark.streaming.kafka.maxRatePerPartition` over the partitions; None: no cap). With `backpressure=False` only
+    `max_rate` limits. Batches run one at a time: a batch costs `overhead_ms + records × cost_ms` and starts when
+    both its time has come and the previous batch has finished, so a slow batch delays the next one (its
+    scheduling delay). After each batch `PIDRateEstimator.compute(end time, records, processing delay,
+    scheduling delay)` is called as Spark's RateController does, and its rate applies to batches generated after.
+
+    Columns: batch, time_s (when it was generated), input_rate, ingest_rate (the limit it was generated with, NaN
+    when unlimited), records, backlog (left in Kafka after it was generated), processing_ms, scheduling_ms,
+    estimate (what compute returned, NaN for None, and always NaN without backpressure: no estimator runs).
+    """
+    import pandas as pd
+
+    estimator = PIDRateEstimator(interval_ms, proportional, integral, derivative, min_rate)
+    arrival = input_rate if callable(input_rate) else (lambda _t, r=float(input_rate): r)
+    published: list[tuple[float, float]] = []  # (time ms, rate), in order of time
+    backlog, arrived_until, previous_end, rows = 0.0, 0.0, 0.0, []
+    for k in range(batches):
+        now = float((k + 1) * interval_ms)
+        rate_in = float(arrival(now / 1000))
+        backlog += rate_in * (now - arrived_until) / 1000
+        arrived_until = now
+        limit = initial_rate if backpressure else None
+        if backpressure:
+            for at, rate in published:
+                if at <= now:
+                    limit = rate
+        if max_rate is not None:
+            limit = max_rate if limit is None else min(limit, max_rate)
+        take = int(backlog) if limit is None else min(int(backlog), int(limit * interval_ms / 1000))
+        backlog -= take
+        start = max(now, previous_end)
+        processing = int(round(overhead_ms + take * cost_ms))
+        end = start + processing
+        previous_end = end
+        estimate = estimator.compute(int(end), take, processing, int(start - now)) if backpressure else None
+        if estimate is not None:
+            published.append((end, estimate))
+        rows.append({"batch": k, "time_s": now / 1000, "input_rate": rate_in,
+                     "ingest_rate": math.nan if limit is None else float(limit), "records": take,
+                     "backlog": int(backlog), "processing_ms": processing, "scheduling_ms": int(start - now),
+                     "estimate": math.nan if estimate is None else estimate})
+    return pd.DataFrame(rows)
+
+
+def chart(runs: dict, capacity: float | None = None, title: str = "", width: float = 9.0, height: float = 5.0):
+    """Two panels for simulated runs {label: simulate(...) frame}: records/s taken per batch (with the input rate
+    and, if given, the processing capacity), and the scheduling delay. Returns an IPython Image."""
+    from IPython.display import Image
+    from matplotlib.figure import Figure
+
+    from .widgets import _png
+
+    colors = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3")
+    fig = Figure(figsize=(width, height))
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    first = None
+    for i, (label, frame) in enumerate(runs.items()):
+        seconds = frame["time_s"]
+        interval = float(seconds.iloc[1] - seconds.iloc[0]) if len(frame) > 1 else 1.0
+        top.plot(seconds, frame["records"] / interval, color=colors[i % len(colors)], linewidth=2,
+                 label=f"{label}: records/s taken")
+        bottom.plot(seconds, frame["scheduling_ms"] / 1000, color=colors[i % len(colors)], linewidth=2, label=label)
+        first = frame if first is None else first
+    if first is not None:
+        top.plot(first["time_s"], first["input_rate"], color="#777777", linestyle=":", label="input rate")
+    if capacity:
+        top.axhline(capacity, color="#c44e52", linestyle="--", linewidth=1, label="processing capacity")
+    top.set_ylabel("records/s")
+    top.set_ylim(bottom=0)
+    top.legend(fontsize=7, loc="center right")
+    top.set_title(title, fontsize=10)
+    bottom.set_ylabel("scheduling delay (s)")
+    bottom.set_xlabel("batch time (s)")
+    bottom.set_ylim(bottom=0)
+    bottom.legend(fontsize=7, loc="upper left")
+    return Image(_png(fig))
+
+
+def explorer(batches: int = 40, interval_ms: int = 1000, input_rate: int = 2000, cost_ms: float = 1.0,
+             max_rate: int = 800):
+    """Sliders for the PID gains, the load and a fixed cap, redrawing `chart` of the PID run against the fixed cap."""
+    import ipywidgets as W
+
+    from .widgets import slider
+
+    sliders = {"kp": W.FloatSlider(value=1.0, min=0, max=3, step=0.1, description="proportional"),
+               "ki": W.FloatSlider(value=0.2, min=0, max=2, step=0.05, description="integral"),
+               "kd": W.FloatSlider(value=0.0, min=0, max=1, step=0.05, description="derivative"),
+               "rate": slider("input rate (rec/s)", input_rate, 0, 5000, 100),
+               "cap": slider("fixed cap (rec/s)", max_rate, 100, 5000, 100)}
+    for s in sliders.values():
+        s.continuous_update = False
+    image = W.Image(format="png")
+
+    def redraw(_=None):
+        common = dict(batches=batches, interval_ms=interval_ms, input_rate=sliders["rate"].value, cost_ms=cost_ms)
+        runs = {"PID": simulate(proportional=sliders["kp"].value, integral=sliders["ki"].value,
+                                derivative=sliders["kd"].value, **common),
+                f"fixed cap {sliders['cap'].value}/s": simulate(backpressure=False, max_rate=sliders["cap"].value,
+                                                                 **common)}
+        image.value = chart(runs, capacity=1000 / cost_ms).data
+
+    for s in sliders.values():
+        s.observe(redraw, names="value")
+    redraw()
+    return W.VBox([*sliders.values(), image])

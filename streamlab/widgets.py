@@ -292,3 +292,67 @@ class StreamDemo:
             if self._consumer is not None:
                 self._consumer.close()
                 self._consumer = None
+
+
+# -- additions for module 4: a burst button and two demos on one chart --------------------------------------------
+
+def burst_button(demo, n: int = 5000):
+    """A button that makes `demo`'s producer send `n` extra records at once (and marks the chart, if it has marks)."""
+    import time as _time
+
+    import ipywidgets as W
+
+    button = W.Button(description=f"burst {n:,}", icon="bolt", layout=W.Layout(width="160px"))
+
+    def fire(_):
+        producer = getattr(demo, "_producer", None)
+        if producer is None or not producer.running:
+            return  # not started yet, or already stopped
+        producer.burst(n)
+        marks = getattr(demo.chart, "marks", None)
+        if marks is not None:
+            marks.append((_time.monotonic() - demo._t0, f"burst {n:,}"))
+
+    button.on_click(fire)
+    return button
+
+
+def compare_demos(demos: dict, title: str = "", width: float = 9.0, height: float = 5.0):
+    """Finished LagDemos {label: demo} on one time axis (the wall clock of the first): rows per batch on top, with
+    each demo's cap, and the broker-measured lag below. Returns an IPython Image."""
+    from IPython.display import Image
+    from matplotlib.figure import Figure
+
+    colors = ("#4c72b0", "#dd8452", "#55a868", "#c44e52")
+    fig = Figure(figsize=(width, height))
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    origin = min(d._wall0 for d in demos.values())
+    n = max(len(demos), 1)
+    for i, (label, demo) in enumerate(demos.items()):
+        shift, color = demo._wall0 - origin, colors[i % len(colors)]
+        bars = [(b.at + shift, b.rows) for b in demo.history if b.rows]
+        if bars:
+            xs, ys = zip(*bars)
+            top.bar([x + (i - (n - 1) / 2) * 0.3 for x in xs], ys, width=0.3, color=color, alpha=0.8,
+                    label=f"{label}: rows per batch")
+        if demo.max_offsets:
+            top.axhline(demo.max_offsets, color=color, linestyle="--", linewidth=1,
+                        label=f"{label}: maxOffsetsPerTrigger")
+        if demo.samples:
+            bottom.plot([s["t"] + shift for s in demo.samples], [s["lag"] for s in demo.samples], color=color,
+                        linewidth=2, label=label)
+        for t, text in getattr(demo.chart, "marks", []):
+            if text.startswith("burst"):
+                for ax in (top, bottom):
+                    ax.axvline(t + shift, color="#777777", linestyle=":", linewidth=1)
+                bottom.annotate(text, (t + shift, 1), xycoords=("data", "axes fraction"), fontsize=7, rotation=90,
+                                va="top", ha="right", color="#555555")
+    top.set_ylabel("rows per batch")
+    top.set_ylim(bottom=0)
+    top.legend(fontsize=7, loc="upper right")
+    top.set_title(title, fontsize=10)
+    bottom.set_ylabel("lag (broker latest − position)")
+    bottom.set_xlabel("seconds since start")
+    bottom.set_ylim(bottom=0)
+    bottom.legend(fontsize=7, loc="upper right")
+    return Image(_png(fig))
