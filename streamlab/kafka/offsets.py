@@ -20,6 +20,13 @@ from .planner import tp_name, tp_set
 log = logging.getLogger("streamlab.kafka")
 
 
+UNKNOWN_TOPIC_OR_PARTITION = 3  # Kafka's error code
+
+
+class UnknownTopicOrPartitionException(RuntimeError):
+    """A subscribed topic that does not exist: Kafka's Java exception and text, which the connector lets through."""
+
+
 class OffsetReader:
     """Lists the subscribed topic-partitions and their earliest, latest and by-timestamp offsets."""
 
@@ -66,6 +73,8 @@ class OffsetReader:
         found = set()
         for info in self._client().describe_topics(sorted(topics)):
             name = info.get("name") or info.get("topic")
+            if info.get("error_code") == UNKNOWN_TOPIC_OR_PARTITION:
+                raise UnknownTopicOrPartitionException("This server does not host this topic-partition.")
             if info.get("error_code"):
                 from kafka.errors import for_code
 

@@ -186,6 +186,22 @@ def test_many_small_partitions_push_a_batch_over_the_cap(spark, stack, tmp_path)
     assert rows == [(p, 0) for p in range(12)]
 
 
+def test_two_sources_in_one_query_each_get_their_own_budget_and_sources_folder(spark, stack, tmp_path):
+    first, second = stack.topic(partitions=1), stack.topic(partitions=1)
+    produce(stack.bootstrap, first, {0: 10})
+    produce(stack.bootstrap, second, {0: 4})
+    both = stream(spark, stack, subscribe=first, startingOffsets="earliest", maxOffsetsPerTrigger=3).union(
+        stream(spark, stack, subscribe=second, startingOffsets=json.dumps({second: {"0": 1}}), maxOffsetsPerTrigger=2))
+    query, rows = run(both, tmp_path / "ck")
+    assert query.exception() is None and len(rows) == 13
+    assert [(p["numInputRows"], [json.loads(s["endOffset"]) for s in p["sources"]]) for p in query.recentProgress] == [
+        (5, [{first: {"0": 3}}, {second: {"0": 3}}]), (4, [{first: {"0": 6}}, {second: {"0": 4}}]),
+        (3, [{first: {"0": 9}}, {second: {"0": 4}}]), (1, [{first: {"0": 10}}, {second: {"0": 4}}])]
+    sources = tmp_path / "ck" / "sources"
+    assert (sources / "0" / "0").read_bytes() == f'\x00v1\n{{"{first}":{{"0":0}}}}'.encode()
+    assert (sources / "1" / "0").read_bytes() == f'\x00v1\n{{"{second}":{{"0":1}}}}'.encode()
+
+
 def test_processing_time_runs_capped_batches_that_round_down(spark, stack, tmp_path):
     name = stack.topic(partitions=2)
     produce(stack.bootstrap, name, {0: 8, 1: 4})
@@ -378,6 +394,17 @@ def test_pattern_is_unanchored_and_picks_up_new_topics(spark, stack, tmp_path):
         assert sorted((r.offset for r in spark.table(table).where(f"topic = '{late}'").collect())) == [0, 1]
     finally:
         query.stop()
+
+
+def test_subscribing_to_a_topic_that_does_not_exist_fails(spark, stack, tmp_path):
+    missing = f"missing-{uuid.uuid4().hex[:8]}"
+    quick = {"fetchOffset.retryIntervalMs": 10}  # the listing is retried fetchOffset.numRetries times first
+    query, _ = run(stream(spark, stack, subscribe=missing, **quick), tmp_path / "ck")
+    assert "UnknownTopicOrPartitionException: This server does not host this topic-partition." \
+        in message(query.exception())
+    with pytest.raises(Exception) as info:
+        batch(spark, stack, subscribe=missing, **quick).count()
+    assert "UnknownTopicOrPartitionException: This server does not host this topic-partition." in str(info.value)
 
 
 # --- failOnDataLoss ---------------------------------------------------------------------------------------------
