@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .broker import broker_status, ensure_broker, stop_broker
 from .errors import LabError, install_notebook_handler
-from .lab import cleanup, new_topic, setup
+from .lab import cleanup, new_checkpoint, new_topic, setup
 from .session import engine, java_version, spark
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "engine",
     "ensure_broker",
     "java_version",
+    "new_checkpoint",
     "new_topic",
     "setup",
     "spark",

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, fields, field
 
+from .lab import new_checkpoint
 from .broker import ensure_broker
 
 _TRACES: dict = {}  # options JSON -> Trace, so several test cells can look at one run
@@ -148,7 +148,7 @@ def _run_trace(spark, opts: dict, timeout: float) -> Trace:
         stream = spark.readStream.format("kafka").options(**opts).load()
         result.columns = stream.columns
         query = (stream.writeStream.foreachBatch(record).trigger(availableNow=True)
-                 .option("checkpointLocation", tempfile.mkdtemp(prefix="streamlab-trace-")).start())
+                 .option("checkpointLocation", new_checkpoint("trace")).start())
         if not query.awaitTermination(timeout):
             raise TimeoutError(f"the query did not finish within {timeout:.0f} s")
         if query.exception() is not None:
@@ -218,7 +218,7 @@ def _run_collect(spark, opts: dict, transform, timeout: float) -> Collected:
         result.dtypes = dict(out.dtypes)
         query = (out.writeStream.foreachBatch(lambda df, _: parts.append(df.toPandas()))
                  .trigger(availableNow=True)
-                 .option("checkpointLocation", tempfile.mkdtemp(prefix="streamlab-collect-")).start())
+                 .option("checkpointLocation", new_checkpoint("collect")).start())
         if not query.awaitTermination(timeout):
             raise TimeoutError(f"the query did not finish within {timeout:.0f} s")
         if query.exception() is not None:
@@ -455,7 +455,7 @@ class PartitionDemo:
         self.image = W.Image(format="png", layout=W.Layout(max_width="100%"))
         self._lock = threading.RLock()  # the knobs may be moved by the browser and by the schedule at once
         self._done = threading.Event()
-        self._checkpoint = tempfile.mkdtemp(prefix="streamlab-partitions-")
+        self._checkpoint = new_checkpoint("partitions")
         self._query = self._producer = self._thread = None
         self._t0 = 0.0
         self._steps: list[tuple[float, int, int]] = []  # (t, topic partitions, minPartitions) when they changed

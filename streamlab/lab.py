@@ -12,6 +12,7 @@ from .errors import LabError
 from .session import chosen_engine, engine, spark
 
 _made_topics: list[str] = []
+_made_folders: list[str] = []
 _bootstrap: list[str] = []
 
 ENGINE_NOTES = {
@@ -136,6 +137,25 @@ def new_topic(prefix: str = "lab", partitions: int = 1) -> str:
     return name
 
 
+def new_checkpoint(prefix: str = "checkpoint") -> str:
+    """A fresh temporary folder (a query's checkpoint location), deleted by cleanup() and when the kernel exits."""
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix=f"streamlab-{prefix}-")
+    _made_folders.append(folder)
+    return folder
+
+
+def _remove_folders() -> int:
+    import shutil
+
+    gone = list(_made_folders)
+    _made_folders.clear()
+    for folder in gone:
+        shutil.rmtree(folder, ignore_errors=True)
+    return len(gone)
+
+
 def cleanup(session=None) -> str:
     """Stop every streaming query and background producer, delete this notebook's topics; say what was done."""
     from pyspark.sql import SparkSession
@@ -152,15 +172,17 @@ def cleanup(session=None) -> str:
         # With the broker gone, a query's thread may sit in a Kafka call for up to a minute: do not wait for it.
         stopper.join(timeout=3.0 if broker_lost else None)
     stop_all()
+    folders = _remove_folders()
     gone = list(_made_topics)
     _made_topics.clear()
     if gone and broker_lost:
         # Never start a broker the learner stopped, nor wait on one that is gone: the topics have unique names.
-        return (f"stopped {len(queries)} queries and every background producer; the broker is not answering, "
-                f"so {len(gone)} topics were left on it")
+        return (f"stopped {len(queries)} queries and every background producer, deleted {folders} checkpoint "
+                f"folders; the broker is not answering, so {len(gone)} topics were left on it")
     if gone:
         _topics.delete_topic(*gone, bootstrap=_bootstrap[0] if _bootstrap else None)
-    return f"stopped {len(queries)} queries and every background producer, deleted {len(gone)} topics"
+    return (f"stopped {len(queries)} queries and every background producer, deleted {len(gone)} topics and "
+            f"{folders} checkpoint folders")
 
 
 def _stop_quietly(query) -> None:
@@ -175,6 +197,7 @@ def _at_exit() -> None:
     # Only on a broker that still answers: an exit handler must never start a broker the learner stopped.
     from .broker import probe
 
+    _remove_folders()
     try:
         if _made_topics and _bootstrap and probe(_bootstrap[0], timeout=1.0) == "kafka":
             _topics.delete_topic(*_made_topics, bootstrap=_bootstrap[0])

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import io
 import json
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+
+from .lab import new_checkpoint
 
 _REDRAW_EVERY_S = 0.5
 
@@ -154,7 +155,7 @@ class StreamDemo:
         self._producer = None
         self._thread = None
         self._consumer = None
-        self._checkpoint = tempfile.mkdtemp(prefix="streamlab-demo-")
+        self._checkpoint = new_checkpoint("demo")
         self._initial: dict = {}
         self._t0 = 0.0
 

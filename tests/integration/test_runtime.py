@@ -93,3 +93,16 @@ def test_spark_ui_and_driver_bind_to_loopback(spark):
     conf = spark.sparkContext.getConf()
     assert conf.get("spark.driver.bindAddress") == "127.0.0.1"
     assert conf.get("spark.ui.host", "127.0.0.1") == "127.0.0.1"
+
+
+def test_cleanup_deletes_the_checkpoint_folders_it_made(spark):
+    """streamlab.new_checkpoint() folders, used by a query, are gone after cleanup()."""
+    from streamlab import lab
+
+    folder = streamlab.new_checkpoint("unit")
+    query = spark.readStream.format("rate").load().writeStream.format("noop") \
+        .option("checkpointLocation", folder).start()
+    query.processAllAvailable()
+    assert Path(folder, "offsets").is_dir()
+    said = lab.cleanup(spark)
+    assert not Path(folder).exists() and "1 checkpoint folders" in said and not query.isActive

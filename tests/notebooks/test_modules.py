@@ -53,6 +53,7 @@ def outcome(request, student_versions, tmp_path_factory, bootstrap):
     """(assignment id, {'solution': Result, 'untouched': Result}, lab-run record) for one assignment."""
     assert "STREAMLAB_GRADING" not in os.environ, "the lab run must not see STREAMLAB_GRADING"
     aid = request.param
+    before = _temporary_folders()
     tmp = tmp_path_factory.mktemp(aid)
     lab_copy = tmp / "lab" / aid
     shutil.copytree(student_versions / aid, lab_copy)
@@ -66,7 +67,15 @@ def outcome(request, student_versions, tmp_path_factory, bootstrap):
         shutil.copyfile(nb, subs / student / aid / f"{aid}.ipynb")
     results = {r.student: r for r in grade_cohort(subs, tmp / "out", workers=2, source=SOURCE, quiet=True)}
     runner.join(timeout=1200)
+    lab["left_behind"] = sorted(_temporary_folders() - before)
     return aid, results, lab
+
+
+def _temporary_folders() -> set[str]:
+    """The checkpoint folders streamlab makes (streamlab.new_checkpoint) in the system's temporary folder."""
+    import tempfile
+
+    return {p.name for p in Path(tempfile.gettempdir()).glob("streamlab-*")}
 
 
 def test_solutions_hold_assignments():
@@ -97,3 +106,9 @@ def test_untouched_student_version_runs_to_the_end(outcome):
     assert "errors" in lab, f"{aid}: the lab run did not finish within 20 minutes"
     assert not lab["errors"], f"{aid}: the untouched student version stops with an error:\n" + "\n".join(lab["errors"])
     assert lab["last_ran"], f"{aid}: the last code cell did not run"
+
+
+@pytest.mark.timeout(1800)
+def test_runs_leave_no_temporary_folder(outcome):
+    aid, _, lab = outcome
+    assert not lab["left_behind"], f"{aid}: the lab run and the two gradings left {lab['left_behind']}"
