@@ -21,7 +21,7 @@ in tests/integration/test_differential.py (source) or test_differential_sink.py 
   or PythonException, with a Python traceback, where the connector's arrive as its Java exception; the
   connector's sentence is in the text. Errors the connector raises as a Java exception PySpark does not convert
   (Py4JJavaError) are raised with another class. Option errors at `.load()` are the connector's class and text.
-  (test_unavoidable_errors_raised_while_a_query_runs_arrive_wrapped, test_bootstrap_servers_are_required)
+  (test_starting_offsets_json_must_name_every_partition, test_bootstrap_servers_are_required)
 - A subscription that matches no partition yet: the connector has no offset and plans no batch; a Python reader
   must return one (`{}`), so Spark plans an empty batch 0 and later batch ids are one higher.
   (test_unavoidable_a_subscription_matching_nothing_yet_runs_an_empty_batch_0)

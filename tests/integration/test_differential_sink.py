@@ -175,12 +175,12 @@ def test_transactional_id_does_not_make_the_sink_transactional(spark, stack):
     started = time.monotonic()
     with pytest.raises(Exception) as caught:
         write(spark.sql("SELECT 'x' AS value FROM range(3)").coalesce(1), stack, topic=name,
-              **{"kafka.transactional.id": "my-app-tx", "kafka.delivery.timeout.ms": "3000",
-                 "kafka.request.timeout.ms": "2000", "kafka.linger.ms": "0"}).save()
+              **{"kafka.transactional.id": "my-app-tx", "kafka.delivery.timeout.ms": "1500",
+                 "kafka.request.timeout.ms": "1000", "kafka.linger.ms": "0"}).save()
     # Spark never calls initTransactions: the producer holds the records until delivery.timeout.ms, then fails.
     assert f"Cannot add partition {name}-0 to transaction before completing a call to initTransactions" \
         in str(caught.value)
-    assert time.monotonic() - started >= 3
+    assert time.monotonic() - started >= 1.5
     assert read_back(name, stack.bootstrap) == []
 
 
