@@ -604,7 +604,7 @@ def route_stream_writes() -> None:
         return originals["queryName"](self, queryName)
 
     def _start(self, path=None, format=None, outputMode=None, partitionBy=None, queryName=None, **opts):
-        from .source import announce_checkpoint
+        from .source import announce_checkpoint, await_claims
 
         self.options(**opts)
         if outputMode is not None:
@@ -620,9 +620,11 @@ def route_stream_writes() -> None:
             given = {k: v for k, v in getattr(self, "_streamlab_options", {}).items() if v is not None}
             self.foreachBatch(_batch_writer(given))
         # Any query may read with the offline source, whatever it writes to: tell that source its checkpoint.
-        announce_checkpoint(self._df, getattr(self, "_streamlab_options", {}),
-                            getattr(self, "_streamlab_query_name", None))
-        return originals["start"](self, path)
+        entries = announce_checkpoint(self._df, getattr(self, "_streamlab_options", {}),
+                                      getattr(self, "_streamlab_query_name", None))
+        query = originals["start"](self, path)
+        await_claims(entries, query)
+        return query
 
     for new in (_outputMode, _format, _option, _options, _queryName, _start):
         name = new.__name__.lstrip("_")

@@ -191,21 +191,25 @@ def _streaming_sources(jplan) -> list:
     return seen
 
 
-def announce_checkpoint(df, options: dict, query_name: str | None) -> None:
-    """Tell each offline Kafka source of `df` where its sources/<i> folder is (called by the start() hook)."""
+def announce_checkpoint(df, options: dict, query_name: str | None) -> list:
+    """Tell each offline Kafka source of `df` where its sources/<i> folder is (the start() hook calls this first).
+
+    Returns the registry entries written, for `await_claims` once the query has started.
+    """
     location = options.get("checkpointlocation")
     if location is None:
         conf = df.sparkSession.conf.get("spark.sql.streaming.checkpointLocation", None)
         if not conf or not query_name:
-            return  # a temporary checkpoint: nothing to resume, so nothing to remember
+            return []  # a temporary checkpoint: nothing to resume, so nothing to remember
         location = conf.rstrip("/") + "/" + query_name
     root = _local_path(location)
     if root is None:
-        return
+        return []
     try:
         sources = _streaming_sources(df._jdf.queryExecution().analyzed())
     except Exception:  # noqa: BLE001 - not a classic PySpark plan (e.g. Spark Connect): no initial-offsets file
-        return
+        return []
+    entries = []
     for index, leaf in enumerate(sources):
         try:
             source_id = leaf.extraOptions().get(SOURCE_ID_OPTION)
@@ -215,15 +219,31 @@ def announce_checkpoint(df, options: dict, query_name: str | None) -> None:
             _registry().mkdir(parents=True, exist_ok=True)
             entry = _registry() / f"{source_id}.json"
             entry.write_text(json.dumps({"path": f"{root}/sources/{index}"}))
+            entries.append(entry)
+    return entries
 
 
-def _metadata_path(source_id: str | None) -> str | None:
+def await_claims(entries: list, query, timeout: float = 60.0) -> None:
+    """Wait until the started query's sources have read their entries, so a second query started from the same
+    DataFrame (same source ids) cannot hand them its own checkpoint; then drop what no source claimed."""
+    deadline = time.monotonic() + timeout
+    while any(e.exists() for e in entries) and query.isActive and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for entry in entries:
+        entry.unlink(missing_ok=True)
+
+
+def _claim_metadata_path(source_id: str | None) -> str | None:
+    """The sources/<i> folder the start() hook registered for this source, taking the entry (read once)."""
     if not source_id:
         return None
+    entry = _registry() / f"{source_id}.json"
     try:
-        return json.loads((_registry() / f"{source_id}.json").read_text())["path"]
+        path = json.loads(entry.read_text())["path"]
     except (OSError, ValueError, KeyError):
         return None
+    entry.unlink(missing_ok=True)
+    return path
 
 
 def read_initial_offsets(path: str) -> dict | None:
@@ -252,15 +272,23 @@ def compact_json(value) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _compact_offsets_in_this_process() -> None:
-    # Spark's Python source process sends our offsets to the JVM with json.dumps' default ", " and ": ", so offsets/N
-    # and the progress would read {"t": {"0": 4}}; the connector writes {"t":{"0":4}}. Only that process is touched.
+def _source_runner():
+    """Spark's Python streaming source runner module, when this process is one (else None)."""
     import sys
 
     for module in list(sys.modules.values()):
         if getattr(module, "__name__", "") in ("__main__", "pyspark.sql.streaming.python_streaming_source_runner") \
-                and hasattr(module, "initial_offset_func") and getattr(module, "json", None) is json:
-            module.json = _CompactJson()
+                and hasattr(module, "initial_offset_func"):
+            return module
+    return None
+
+
+def _compact_offsets_in_this_process() -> None:
+    # Spark's Python source process sends our offsets to the JVM with json.dumps' default ", " and ": ", so offsets/N
+    # and the progress would read {"t": {"0": 4}}; the connector writes {"t":{"0":4}}. Only that process is touched.
+    runner = _source_runner()
+    if runner is not None and getattr(runner, "json", None) is json:
+        runner.json = _CompactJson()
 
 
 class _CompactJson:
@@ -282,7 +310,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._start_spec = starting_spec(raw, "latest")
         except IllegalArgumentException as exc:
             self._error, self.opts = exc, None
-        self._metadata_path = _metadata_path(raw.get(SOURCE_ID_OPTION))
+        # Only the query's planning reader (in Spark's source runner) takes the entry; the readers Spark makes
+        # elsewhere to read partitions must leave it for the next query started from the same DataFrame.
+        in_runner = _source_runner() is not None
+        self._metadata_path = _claim_metadata_path(raw.get(SOURCE_ID_OPTION)) if in_runner else None
         where = f"file:{self._metadata_path}" if self._metadata_path else ""
         # Named like the connector's (spark-kafka-source-<uuid>-<hash of the metadata path>); the consumers use
         # assign() and never commit, so only messages show it.

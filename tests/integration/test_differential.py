@@ -302,6 +302,21 @@ def test_a_restart_resumes_from_the_checkpoint_and_replays_a_crashed_batch_as_pl
     assert rows == [(0, i) for i in range(5, 12)]
 
 
+def test_two_queries_from_one_dataframe_keep_their_own_checkpoints(spark, stack, tmp_path):
+    name = stack.topic(partitions=1)
+    produce(stack.bootstrap, name, {0: 4})
+    df = stream(spark, stack, subscribe=name, startingOffsets=json.dumps({name: {"0": 1}}))
+    counts = {}
+    queries = [df.writeStream.foreachBatch(lambda d, _, k=k: counts.__setitem__(k, counts.get(k, 0) + d.count()))
+               .option("checkpointLocation", str(tmp_path / k)).trigger(availableNow=True).start() for k in "ab"]
+    for query in queries:
+        query.awaitTermination(60)
+        assert query.exception() is None
+    assert counts == {"a": 3, "b": 3}
+    for k in "ab":
+        assert (tmp_path / k / "sources" / "0" / "0").read_bytes() == f'\x00v1\n{{"{name}":{{"0":1}}}}'.encode()
+
+
 def test_starting_offsets_json_with_earliest_latest_and_exact_offsets(spark, stack, tmp_path):
     name = stack.topic(partitions=3)
     produce(stack.bootstrap, name, {0: 5, 1: 5, 2: 5})
