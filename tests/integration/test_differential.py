@@ -683,11 +683,18 @@ START_ERRORS = [
 
 
 def test_option_errors_when_the_query_starts(spark, stack, tmp_path):
+    from pyspark.errors import StreamingQueryException
+
     name = stack.topic(partitions=1)
-    for options, text in START_ERRORS:
+    queries = []
+    for options, _ in START_ERRORS:  # all started at once: each fails on its own
         df = stream(spark, stack, **({"subscribe": name} if "assign" not in options else {}), **options)  # loads
-        query, _ = run(df, tmp_path / uuid.uuid4().hex)
-        assert text in message(query.exception()), options
+        queries.append(df.writeStream.foreachBatch(lambda d, _: None).trigger(availableNow=True)
+                       .option("checkpointLocation", str(tmp_path / uuid.uuid4().hex)).start())
+    for query, (options, text) in zip(queries, START_ERRORS):
+        with pytest.raises(StreamingQueryException) as info:
+            query.awaitTermination(120)
+        assert text in message(info.value), options
 
 
 # --- the two stacks side by side ----------------------------------------------------------------------------
