@@ -62,8 +62,8 @@ from pyspark.sql.types import (
 from . import OFFLINE_NAME
 from .options import (
     FAIL_ON_DATA_LOSS_FALSE, IllegalArgumentException, IllegalStateException, NumberFormatException, _to_bool,
-    check_batch_load, check_general, check_stream_load, client_config, data_loss_message, lower_keys, starting_spec,
-    validate_batch, validate_stream,
+    check_batch_load, check_general, check_stream_load, client_config, data_loss_message, lower_keys,
+    parse_source_options, starting_spec, validate_stream,
 )
 from .planner import (
     OffsetRange, batch_ranges, from_json, rate_limit, should_delay, split_ranges, to_json, tp_name, tp_set,
@@ -458,8 +458,8 @@ class KafkaBatchReader(DataSourceReader):
 
     def __init__(self, options):
         raw = lower_keys(options)
-        self.opts = validate_batch(raw)
         self._start_spec, self._end_spec = check_batch_load(raw)
+        self.opts = parse_source_options(raw)
         self._group = f"spark-kafka-relation-{uuid.uuid4()}-executor"
 
     def partitions(self) -> list:
