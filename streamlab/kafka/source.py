@@ -124,7 +124,7 @@ class KafkaDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
-        """The name the source is registered under (format("kafka") is routed to it)."""
+        """The name the source is registered under (install() also routes format("kafka") to it)."""
         return OFFLINE_NAME
 
     def schema(self):
