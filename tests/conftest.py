@@ -10,8 +10,14 @@ from typing import Callable
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# The offline stack's broker: noida-db on its own port, so it never stands in for the lab's Kafka broker.
-NOIDA_PORT = 9192
+
+
+def noida_port() -> int:
+    """The offline stack's broker port: noida-db 100 above the lab's Kafka broker (9192 by default), so it never
+    stands in for it, and test runs on another STREAMLAB_BROKER_PORT get their own."""
+    from streamlab.broker import broker_port
+
+    return broker_port() + 100
 
 
 @pytest.fixture(scope="session")
@@ -66,11 +72,12 @@ def noida_bootstrap():
     """A noida-db broker for the offline stack, stopped at the end if these tests started it."""
     from streamlab.broker import ensure_broker, probe, stop_broker
 
-    was_running = probe(f"127.0.0.1:{NOIDA_PORT}") == "kafka"
-    address = ensure_broker(kind="noida", port=NOIDA_PORT)
+    port = noida_port()
+    was_running = probe(f"127.0.0.1:{port}") == "kafka"
+    address = ensure_broker(kind="noida", port=port)
     yield address
     if not was_running:
-        stop_broker("noida", NOIDA_PORT)
+        stop_broker("noida", port)
 
 
 @dataclass(frozen=True)
