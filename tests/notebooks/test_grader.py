@@ -312,10 +312,9 @@ def test_a_broker_lost_mid_check_is_not_the_learner_s_fault(tmp_path, monkeypatc
     import threading
     import time
 
-    import psutil
-
     from grader.cohort import write_outputs
-    from grader.grading import Result
+    from grader.course import CouldNotGrade
+    from grader.grading import Result, grade_notebook
     from streamlab import broker
 
     with socket.socket() as s:
@@ -324,29 +323,32 @@ def test_a_broker_lost_mid_check_is_not_the_learner_s_fault(tmp_path, monkeypatc
     monkeypatch.delenv("KAFKA_BOOTSTRAP", raising=False)
     monkeypatch.setenv("STREAMLAB_BROKER_PORT", str(port))
     broker.ensure_broker()
-    me = psutil.Process()
-
-    def lose_the_broker_once_a_kernel_runs():
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if any("ipykernel" in " ".join(c.cmdline()) for c in me.children(recursive=True) if c.is_running()):
-                time.sleep(1.0)
-                broker.stop_broker(port=port)
-                return
-            time.sleep(0.1)
-
-    killer = threading.Thread(target=lose_the_broker_once_a_kernel_runs, daemon=True)
-    killer.start()
+    # A correct notebook with one extra cell after its setup that says "running" and waits for "go": the broker
+    # is stopped in between, so it is lost mid-run whatever the machine's speed.
+    running, go = tmp_path / "running", tmp_path / "go"
+    nb = nbformat.read(SOLUTION, as_version=4)
+    first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+    nb.cells.insert(first + 1, nbformat.v4.new_code_cell(
+        f"import pathlib, time\npathlib.Path({str(running)!r}).touch()\n"
+        f"while not pathlib.Path({str(go)!r}).exists():\n    time.sleep(0.1)"))
     copy = tmp_path / f"{AID}.ipynb"
-    shutil.copyfile(SOLUTION, copy)
-    from grader.course import CouldNotGrade
-    from grader.grading import grade_notebook
+    nbformat.write(nb, copy)
 
+    def lose_the_broker_mid_run():
+        deadline = time.monotonic() + 240
+        while not running.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        broker.stop_broker(port=port)
+        go.touch()
+
+    killer = threading.Thread(target=lose_the_broker_mid_run, daemon=True)
+    killer.start()
     try:
         with pytest.raises(CouldNotGrade, match="stopped answering during the check.*broker start"):
-            grade_notebook(copy, source=FIXTURES, timeout=TIMEOUT)
+            grade_notebook(copy, source=FIXTURES, timeout=120)
     finally:
-        killer.join(timeout=130)
+        go.touch()
+        killer.join(timeout=250)
         broker.stop_broker(port=port)
         shutil.rmtree(broker.data_dir(port, "kafka"), ignore_errors=True)
     row = Result("ada", AID, str(copy), error="could not grade: broker lost", max_score=6, graded=False)
