@@ -25,21 +25,28 @@ def _find(target: str | os.PathLike | None) -> Path:
     return RELEASE / str(target) / f"{target}.ipynb"
 
 
+def _target_or_none(target: str | os.PathLike | None, call: str) -> Path | None:
+    """The notebook to grade, or None (said in one line) inside a grading run or when it cannot be found."""
+    if os.environ.get("STREAMLAB_GRADING") == "1":
+        print(f"{call} is skipped while the grader runs this notebook")
+        return None
+    try:
+        return _find(target)
+    except ValueError as exc:
+        print(f"⚠️  {exc}")
+        return None
+
+
 def check(target: str | os.PathLike | None = None, timeout: int | None = None,
           source: str | os.PathLike | None = None, _announce: bool = True) -> int | None:
     """Grade a saved notebook (an assignment id, a path, or the running notebook) in a subprocess; print the table."""
-    if os.environ.get("STREAMLAB_GRADING") == "1":
-        print("check() is skipped while the grader runs this notebook")
-        return None
-    try:
-        path = _find(target)
-    except ValueError as exc:
-        print(f"⚠️  {exc}")
+    path = _target_or_none(target, "check()")
+    if path is None:
         return None
     if _announce:
         print(f"Grading the last saved version of {path.name} (save first: Ctrl-S) …", flush=True)
     else:
-        print(f"Grading it with the hidden tests in a fresh kernel (a minute or two) …", flush=True)
+        print("Grading it with the hidden tests in a fresh kernel (a minute or two) …", flush=True)
     cmd = [sys.executable, "-m", "grader"] + (["--source", str(source)] if source else []) + ["check", str(path)]
     if timeout:
         cmd += ["--timeout", str(timeout)]
@@ -78,13 +85,8 @@ def save_open_notebook(path: Path, wait: float = SAVE_WAIT_S) -> bool:
 
 def check_here(timeout: int | None = None) -> int | None:
     """Save the notebook this kernel runs, grade it with the hidden tests and print the table."""
-    if os.environ.get("STREAMLAB_GRADING") == "1":
-        print("check_here() is skipped while the grader runs this notebook")
-        return None
-    try:
-        path = _find(None)
-    except ValueError as exc:
-        print(f"⚠️  {exc}")
+    path = _target_or_none(None, "check_here()")
+    if path is None:
         return None
     if save_open_notebook(path):
         print(f"Saved {path.name}.")

@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,9 @@ def lab(tmp_path_factory, bootstrap):
     from streamlab.__main__ import _learner_jupyter_config
 
     # The learner's lab as `make lab` configures it (nbgrader's instructor panels off).
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(_learner_jupyter_config()))
+    # Its own workspace folder: the learner config keeps workspaces, and an earlier run's tabs must not reopen.
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(_learner_jupyter_config()),
+               JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"))
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -88,64 +91,71 @@ def test_lab_requires_its_token(lab):
     assert _get(f"{base}/api/contents?token={token}") == 200
 
 
-def test_producer_slider_moves_lag_chart_and_readout(lab):
-    """Moving the producer-rate slider while the demo runs changes the readout and redraws the chart."""
+@contextmanager
+def _notebook_page(base: str, token: str, module: str, failure_png: str):
+    """Chromium on `module`'s notebook in the lab, idle; a full-page screenshot when the block fails."""
     from playwright.sync_api import sync_playwright
 
-    base, token = lab
     RESULTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
         try:
-            page.goto(f"{base}/lab/tree/{MODULE}/{MODULE}.ipynb?token={token}")
+            page.goto(f"{base}/lab/tree/{module}/{module}.ipynb?token={token}")
             page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=60_000)
             page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
-            menus = page.locator(".lm-MenuBar-itemLabel").all_text_contents()
-            assert "Nbgrader" not in menus, f"nbgrader's instructor menu shows in the learner's lab: {menus}"
-            assert page.locator("text=Create Assignment").count() == 0, "nbgrader's Create Assignment panel shows"
-            # Run up to and including the first demo cell, then leave the kernel idle: a kernel applies slider
-            # moves only between cells, as it would for a learner running cells one by one.
-            first_demo = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
-                c => /Demo\\(/.test(c.model.sharedModel.getSource()) && /\\.start\\(\\)/.test(c.model.sharedModel.getSource()))"""
-            page.wait_for_function(f"() => ({first_demo})() > 0", timeout=60_000)  # cells load after the panel
-            index = page.evaluate(first_demo)
-            # Cell by cell, each awaited: "run all above" can fire before the kernel is ready and do nothing.
-            page.evaluate("""async (last) => {
-                const app = window.jupyterapp, panel = app.shell.currentWidget, nb = panel.content;
-                await panel.sessionContext.ready;
-                app.shell.activateById(panel.id);
-                for (let i = 0; i <= last; i++) {
-                    nb.activeCellIndex = i;
-                    await app.commands.execute('notebook:run-cell');
-                } }""", index)
-            readout = page.locator(".widget-html-content code").first
-            readout.wait_for(timeout=120_000)
-            page.wait_for_function(
-                "() => /batches [1-9]/.test(document.querySelector('.widget-html-content code').textContent)",
-                timeout=120_000)
-            chart = page.locator(".widget-image").first
-            before_src, before_text = chart.get_attribute("src"), readout.text_content()
-            page.screenshot(path=str(RESULTS / "before-slider.png"))
-            value = page.locator(".widget-slider", has_text="producer rate").first.locator(".widget-readout")
-            value.click()
-            value.press("Control+a")
-            value.type("4000")
-            value.press("Enter")
-            page.wait_for_function(
-                "() => document.querySelector('.widget-html-content code').textContent"
-                ".includes('producer 4000 rec/s')", timeout=30_000)
-            lag_at_move = _lag(readout.text_content())
-            page.wait_for_function(
-                "(lag) => +(/lag (\\d+)/.exec(document.querySelector('.widget-html-content code').textContent) || [0, 0])[1]"
-                " > lag", arg=lag_at_move, timeout=30_000)
-            after_src, after_text = chart.get_attribute("src"), readout.text_content()
-            page.screenshot(path=str(RESULTS / "after-slider.png"))
+            yield page
         except Exception:
-            page.screenshot(path=str(RESULTS / "failure.png"), full_page=True)
+            page.screenshot(path=str(RESULTS / failure_png), full_page=True)
             raise
         finally:
             browser.close()
+
+
+def test_producer_slider_moves_lag_chart_and_readout(lab):
+    """Moving the producer-rate slider while the demo runs changes the readout and redraws the chart."""
+    base, token = lab
+    with _notebook_page(base, token, MODULE, "failure.png") as page:
+        menus = page.locator(".lm-MenuBar-itemLabel").all_text_contents()
+        assert "Nbgrader" not in menus, f"nbgrader's instructor menu shows in the learner's lab: {menus}"
+        assert page.locator("text=Create Assignment").count() == 0, "nbgrader's Create Assignment panel shows"
+        # Run up to and including the first demo cell, then leave the kernel idle: a kernel applies slider
+        # moves only between cells, as it would for a learner running cells one by one.
+        first_demo = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
+            c => /Demo\\(/.test(c.model.sharedModel.getSource()) && /\\.start\\(\\)/.test(c.model.sharedModel.getSource()))"""
+        page.wait_for_function(f"() => ({first_demo})() > 0", timeout=60_000)  # cells load after the panel
+        index = page.evaluate(first_demo)
+        # Cell by cell, each awaited: "run all above" can fire before the kernel is ready and do nothing.
+        page.evaluate("""async (last) => {
+            const app = window.jupyterapp, panel = app.shell.currentWidget, nb = panel.content;
+            await panel.sessionContext.ready;
+            app.shell.activateById(panel.id);
+            for (let i = 0; i <= last; i++) {
+                nb.activeCellIndex = i;
+                await app.commands.execute('notebook:run-cell');
+            } }""", index)
+        readout = page.locator(".widget-html-content code").first
+        readout.wait_for(timeout=120_000)
+        page.wait_for_function(
+            "() => /batches [1-9]/.test(document.querySelector('.widget-html-content code').textContent)",
+            timeout=120_000)
+        chart = page.locator(".widget-image").first
+        before_src, before_text = chart.get_attribute("src"), readout.text_content()
+        page.screenshot(path=str(RESULTS / "before-slider.png"))
+        value = page.locator(".widget-slider", has_text="producer rate").first.locator(".widget-readout")
+        value.click()
+        value.press("Control+a")
+        value.type("4000")
+        value.press("Enter")
+        page.wait_for_function(
+            "() => document.querySelector('.widget-html-content code').textContent"
+            ".includes('producer 4000 rec/s')", timeout=30_000)
+        lag_at_move = _lag(readout.text_content())
+        page.wait_for_function(
+            "(lag) => +(/lag (\\d+)/.exec(document.querySelector('.widget-html-content code').textContent) || [0, 0])[1]"
+            " > lag", arg=lag_at_move, timeout=30_000)
+        after_src, after_text = chart.get_attribute("src"), readout.text_content()
+        page.screenshot(path=str(RESULTS / "after-slider.png"))
     assert "producer 4000 rec/s" in after_text, f"the readout did not follow the slider: {after_text!r}"
     assert after_text != before_text
     assert after_src != before_src, "the lag chart was not redrawn after the slider moved"
@@ -160,41 +170,27 @@ def _lag(readout: str) -> int:
 
 def test_check_button_saves_and_grades_the_open_notebook(lab):
     """Answer an exercise without saving, click "Check my work": the notebook is saved and the score counts it."""
-    from playwright.sync_api import sync_playwright
-
     base, token = lab
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            page.goto(f"{base}/lab/tree/{CHECKED}/{CHECKED}.ipynb?token={token}")
-            page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=60_000)
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
-            # JupyterLab restores the earlier test's tabs too: find this notebook's panel by its path.
-            find = f"""() => Array.from(window.jupyterapp.shell.widgets('main')).find(
-                w => w.context && w.context.path.endsWith('{CHECKED}.ipynb'))"""
-            page.wait_for_function(f"() => {{ const p = ({find})(); return p && p.content.widgets.length > 20; }}",
-                                   timeout=60_000)
-            # The answer goes into the open notebook only (no save); then only the last cell runs.
-            page.evaluate(f"""async () => {{
-                const app = window.jupyterapp, panel = ({find})(), nb = panel.content;
-                await panel.sessionContext.ready;
-                const answer = nb.widgets.find(c => /^cap = None/.test(c.model.sharedModel.getSource()));
-                answer.model.sharedModel.setSource('cap = 750');
-                app.shell.activateById(panel.id);
-                nb.activeCellIndex = nb.widgets.length - 1;
-                await app.commands.execute('notebook:run-cell');
-            }}""")
-            page.get_by_role("button", name="Check my work").click(timeout=60_000)
-            page.wait_for_function("() => /score: \\S+ \\/ \\S+/.test(document.body.innerText)", timeout=300_000)
-            page.screenshot(path=str(RESULTS / "check-button.png"))
-            text = page.evaluate("() => document.body.innerText")
-        except Exception:
-            page.screenshot(path=str(RESULTS / "check-failure.png"), full_page=True)
-            raise
-        finally:
-            browser.close()
+    with _notebook_page(base, token, CHECKED, "check-failure.png") as page:
+        # JupyterLab restores the earlier test's tabs too: find this notebook's panel by its path.
+        find = f"""() => Array.from(window.jupyterapp.shell.widgets('main')).find(
+            w => w.context && w.context.path.endsWith('{CHECKED}.ipynb'))"""
+        page.wait_for_function(f"() => {{ const p = ({find})(); return p && p.content.widgets.length > 20; }}",
+                               timeout=60_000)
+        # The answer goes into the open notebook only (no save); then only the last cell runs.
+        page.evaluate(f"""async () => {{
+            const app = window.jupyterapp, panel = ({find})(), nb = panel.content;
+            await panel.sessionContext.ready;
+            const answer = nb.widgets.find(c => /^cap = None/.test(c.model.sharedModel.getSource()));
+            answer.model.sharedModel.setSource('cap = 750');
+            app.shell.activateById(panel.id);
+            nb.activeCellIndex = nb.widgets.length - 1;
+            await app.commands.execute('notebook:run-cell');
+        }}""")
+        page.get_by_role("button", name="Check my work").click(timeout=60_000)
+        page.wait_for_function("() => /score: \\S+ \\/ \\S+/.test(document.body.innerText)", timeout=300_000)
+        page.screenshot(path=str(RESULTS / "check-button.png"))
+        text = page.evaluate("() => document.body.innerText")
     assert "Saved 00-setup.ipynb" in text, "the check did not save the open notebook"
     assert "score: 2 / 3" in text, f"the unsaved answer was not graded: {text[-1500:]}"
     assert "ex1_four_batches" in text and "✅ passed" in text
