@@ -9,19 +9,16 @@ from pathlib import Path
 from .errors import LabError
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
 def _jars(only: str | None = None) -> int:
     from .jars import setup_all
+    from .session import in_ci
 
     try:
         for line in setup_all(only):
             print(line)
     except LabError as exc:
-        if _in_ci() or os.environ.get("STREAMLAB_ENGINE", "").lower() == "connector":
-            why = "CI=true" if _in_ci() else "STREAMLAB_ENGINE=connector"
+        if in_ci() or os.environ.get("STREAMLAB_ENGINE", "").lower() == "connector":
+            why = "CI=true" if in_ci() else "STREAMLAB_ENGINE=connector"
             print(f"error: {exc} ({why}: the real stack is required, no fallback)", file=sys.stderr)
             return 1
         print(f"warning: {exc}\nwarning: until then the lab runs on the offline fallback (noida-db and "

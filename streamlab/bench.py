@@ -12,7 +12,6 @@ What it compares, each pair on the same work in the same run:
 from __future__ import annotations
 
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -92,17 +91,11 @@ def _per_batch_ms(spark, topic: str, bootstrap: str) -> tuple[float, float]:
     return kafka_ms, statistics.median(_batch_ms(q)[1:21])
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _broker_start_seconds() -> tuple[float, float]:
     """(cold, warm) seconds from `ensure_broker` to a broker answering, on a port of its own."""
-    from streamlab.broker import data_dir, ensure_broker, stop_broker
+    from streamlab.broker import data_dir, ensure_broker, free_port, stop_broker
 
-    port = _free_port()
+    port = free_port()
     folder = data_dir(port, "kafka")
     try:
         start = time.perf_counter()

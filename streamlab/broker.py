@@ -165,7 +165,8 @@ def ensure_broker(kind: str | None = None, port: int | None = None) -> str:
     return address
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -173,7 +174,7 @@ def _free_port() -> int:
 
 def _kafka_config(port: int, folder: Path) -> Path:
     """Write a single-node KRaft broker's config (its controller on a free port) and return its path."""
-    controller = _free_port()
+    controller = free_port()
     lines = {
         "process.roles": "broker,controller",
         "node.id": "1",

@@ -119,6 +119,11 @@ def _connector_on_classpath(session) -> bool:
         return False
 
 
+def in_ci() -> bool:
+    """Whether this runs under CI ($CI set true), where the real stack is required and no fallback is taken."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
 def chosen_engine() -> tuple[str, str]:
     """('connector' or 'offline', why): the engine a new session gets, from $STREAMLAB_ENGINE and the jar cache.
 
@@ -136,7 +141,7 @@ def chosen_engine() -> tuple[str, str]:
         try:
             bundle.jars()
         except LabError as missing:
-            if asked == "connector" or os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            if asked == "connector" or in_ci():
                 raise
             return "offline", f"fallback, because {str(missing)[0].lower()}{str(missing)[1:]}"
     return "connector", "Apache Kafka and Spark's own connector"
