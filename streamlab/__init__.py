@@ -5,6 +5,7 @@ from .broker import broker_status, ensure_broker, stop_broker
 from .errors import LabError, install_notebook_handler
 from .lab import cleanup, new_checkpoint, new_topic, setup
 from .session import engine, java_version, spark
+from .variants import new_variant, variant
 
 __all__ = [
     "LabError",
@@ -15,9 +16,11 @@ __all__ = [
     "java_version",
     "new_checkpoint",
     "new_topic",
+    "new_variant",
     "setup",
     "spark",
     "stop_broker",
+    "variant",
 ]
 
 install_notebook_handler()

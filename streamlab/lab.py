@@ -10,6 +10,7 @@ from . import topics as _topics
 from .broker import ensure_broker, probe
 from .errors import LabError
 from .session import chosen_engine, engine, spark
+from .variants import variant
 
 _made_topics: list[str] = []
 _made_folders: list[str] = []
@@ -32,6 +33,8 @@ def setup():
     print(f"broker    {bootstrap}")
     print(f"spark     {session.version} (local[2])")
     print(f"engine    {kind}: {ENGINE_NOTES[kind]}" + (f" ({why})" if kind == "offline" else ""))
+    mine = variant()
+    print(f"variant   {mine.seed} (the numbers of your exercises; streamlab.new_variant() draws others)")
     BrokerWatch.start_for(session, bootstrap)
     return session, bootstrap
 
