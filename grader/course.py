@@ -90,12 +90,6 @@ def nbgrader_config(root: Path, source: Path = SOURCE, release: Path | None = No
     extra.Exchange.root = str(root / "exchange")  # unused, but nbgrader's API wants a writable one
     if timeout is not None:
         extra.Execute.timeout = int(timeout)
-    from nbgrader.converters import Autograde
-
-    from .execute import TrackingExecute
-
-    default = Autograde.class_traits()["autograde_preprocessors"].default()
-    extra.Autograde.autograde_preprocessors = [TrackingExecute if p.__name__ == "Execute" else p for p in default]
     cfg.merge(extra)
     return cfg
 
@@ -116,12 +110,23 @@ def nbgrader_api(root: Path, **kwargs):
 
 @contextmanager
 def temp_course(prefix: str = "grader-"):
-    """A throw-away nbgrader course folder (its own gradebook), removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    """A throw-away nbgrader course folder (its own gradebook), removed afterwards.
+
+    All of them live in one private folder, which every grading sandbox hides: a kernel graded at the same time
+    as another submission cannot read that submission's gradebook.
+    """
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=private_tmp()))
     try:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def private_tmp() -> Path:
+    """The grader's own temporary folder (mode 700), hidden from learner kernels."""
+    folder = Path(tempfile.gettempdir()) / "streamlab-grader"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
 
 
 def generate(assignment_id: str, root: Path, source: Path = SOURCE, release: Path | None = None,

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from contextlib import contextmanager
@@ -10,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .course import ROOT, SOURCE, CouldNotGrade, GraderError, assignments, generate, temp_course
+from .runner import grade_id as _grade_id
+from .runner import is_test as _is_test
 
 DEFAULT_STUDENT = "learner"
 CHECK_RESULTS = ROOT / "feedback" / "check"
@@ -81,15 +84,6 @@ def read_submission(path: Path, assignment_id: str | None = None, source: Path =
     return aid, nb
 
 
-def _grade_id(cell) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-
-
-def _is_test(cell) -> bool:
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return bool(meta.get("grade")) and not meta.get("solution") and cell.get("cell_type") == "code"
-
-
 def structure_notes(submitted, released, original=None) -> tuple[dict[str, list[str]], list[str]]:
     """Deleted, edited and reordered cells: ({test cell id: [one-line notes]}, [notebook-level notes])."""
     from nbgrader.utils import is_locked
@@ -143,75 +137,41 @@ def structure_notes(submitted, released, original=None) -> tuple[dict[str, list[
     return per_cell, general
 
 
-# ---------------------------------------------------------------- reading the autograded notebook
-
-def _cell_name(cell, index: int) -> str:
-    gid = _grade_id(cell)
-    if gid:
-        return f"cell {gid}"
-    first = next((ln.strip() for ln in cell.source.splitlines() if ln.strip()), "")
-    return f"cell {index + 1} (`{first[:40]}`)" if first else f"cell {index + 1}"
-
-
-_TIMEOUT_ERRORS = ("CellTimeoutError", "KeyboardInterrupt")  # nbclient interrupts the kernel at the time limit
-
-
-def _error_line(cell, index: int, timeout: int | None) -> str | None:
-    """One line for an error raised by a non-test cell (the learner's answer or a setup cell)."""
-    errors = [out for out in cell.get("outputs", []) if out.output_type == "error"]
-    if any(out.ename in _TIMEOUT_ERRORS for out in errors):
-        limit = f" within {timeout} s" if timeout else ""
-        return f"{_cell_name(cell, index)} did not finish{limit} (an endless loop?) and was interrupted"
-    for out in errors:
-        value = (out.evalue or "").strip().splitlines()
-        return f"{_cell_name(cell, index)} raised {out.ename}" + (f": {value[0][:200]}" if value else "")
-    return None
-
-
-def _fail_line(cell, timeout: int | None) -> str:
-    """The first ❌ line a failing test cell printed (hidden-test code is never shown)."""
-    first_error = None
-    for out in cell.get("outputs", []):
-        if out.output_type == "stream" and out.name == "stdout":
-            for line in out.text.splitlines():
-                if line.lstrip().startswith("❌"):
-                    return line.strip()
-        elif out.output_type == "error":
-            value = (out.evalue or "").strip()
-            if value.startswith("❌"):
-                return value.splitlines()[0]
-            if first_error is None:
-                if out.ename in _TIMEOUT_ERRORS:
-                    first_error = f"the test did not finish{f' within {timeout} s' if timeout else ''}"
-                else:
-                    first_error = f"{out.ename}: {value.splitlines()[0][:200]}" if value else out.ename
-    return first_error or "the test failed without a message"
-
+# ---------------------------------------------------------------- the judge's verdicts as rows
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0")
 
 
-def collect(autograded, grades: dict[str, tuple[float, float]], notes: dict[str, list[str]],
-            timeout: int | None) -> tuple[list[Exercise], list[str]]:
-    """Exercises in notebook order, with hints; plus notes about errors after the last test."""
-    exercises, pending = [], []
-    for index, cell in enumerate(autograded.cells):
-        if cell.cell_type != "code":
-            continue
-        if not _is_test(cell):
-            line = _error_line(cell, index, timeout)
-            if line:
-                pending.append(line)
-            continue
-        gid = _grade_id(cell)
-        points, max_points = grades.get(gid, (0.0, float(cell.metadata.nbgrader.get("points", 0))))
-        status = "passed" if points >= max_points else ("partial" if points > 0 else "failed")
+def collect(run, tests, notes: dict[str, list[str]]) -> tuple[list[Exercise], list[str]]:
+    """One row per test cell in the source's order, with the hint a learner needs; plus notes after the last test."""
+    from .runner import grade_id
+
+    pending_by_test: dict[str, str] = {}
+    pending: list[str] = []
+    for index, cell in enumerate(run.nb.cells):
+        gid = grade_id(cell)
+        if gid in tests:
+            if pending:
+                pending_by_test[gid] = pending[0]
+            pending = []
+        elif index in run.cell_errors:
+            pending.append(run.cell_errors[index])
+    exercises = []
+    for gid, test in tests.items():
+        verdict = run.verdicts.get(gid)
         hints = list(notes.get(gid, []))
-        if status != "passed":
-            hints += pending[:1] or [_fail_line(cell, timeout)]
-        pending = []
-        exercises.append(Exercise(gid, points, max_points, status, " | ".join(hints)))
+        if verdict is None:
+            points, why = 0.0, run.stopped or "the test did not run"
+        else:
+            points = verdict.points
+            failed = next((c.line for c in verdict.checks if not c.passed), None)
+            why = verdict.skipped or pending_by_test.get(gid) or failed or (
+                f"❌ {verdict.error}" if verdict.error else None) or ""
+        status = "passed" if points >= test.points else ("partial" if points > 0 else "failed")
+        if status != "passed" and why:
+            hints.append(why)
+        exercises.append(Exercise(gid, points, test.points, status, " | ".join(hints)))
     return exercises, pending
 
 
@@ -233,19 +193,17 @@ def table(result: Result) -> str:
 
 # ---------------------------------------------------------------- feedback
 
-def _sanitise_for_feedback(path: Path, result: Result) -> None:
-    """Strip hidden tests and their tracebacks from the autograded copy, and put the summary on top."""
-    import nbformat
-    from nbgrader.preprocessors import ClearHiddenTests
+def write_feedback(nb, result: Result, out_dir: Path) -> Path:
+    """The graded notebook as HTML: a summary on top; test cells show their visible code and the judge's lines.
 
-    nb = nbformat.read(path, as_version=4)
-    hider = ClearHiddenTests()
-    for cell in nb.cells:
-        if cell.cell_type == "code" and _is_test(cell):
-            hider._remove_hidden_test_region(cell)
-            for out in cell.outputs:
-                if out.output_type == "error":
-                    out.traceback = [f"{out.ename}: {out.evalue}"]
+    Built from the released test cells, so no hidden-test code is in it whatever the learner's cells printed.
+    """
+    import copy
+
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = copy.deepcopy(nb)
     summary = ["| exercise | points | status | hint |", "|---|---|---|---|"]
     for ex in result.exercises:
         hint = ex.hint.replace("|", "\\|").replace("`", "")
@@ -254,76 +212,150 @@ def _sanitise_for_feedback(path: Path, result: Result) -> None:
                       *[f"- {n}" for n in result.notes], "",
                       f"**score: {_num(result.score)} / {_num(result.max_score)}**"])
     nb.cells.insert(0, nbformat.v4.new_markdown_cell(text))
-    nbformat.write(nb, path)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.output_type == "error":
+                out.traceback = [f"{out.ename}: {out.evalue}"]
+    html, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{result.assignment}.html"
+    path.write_text(html, encoding="utf-8")
+    return path
 
 
 # ---------------------------------------------------------------- the whole pipeline
 
+VARIANT_LINE = re.compile(r"^variant\s+(\d+)\b", re.M)
+
+
+def looks_like(submitted, source: Path) -> str | None:
+    """The assignment whose graded cells a notebook holds, when it has graded cells at all."""
+    import nbformat
+
+    ids = {gid for gid in map(_grade_id, submitted.cells) if gid}
+    if not ids:
+        return None
+    best, overlap = None, 0
+    for aid in assignments(source):
+        theirs = {_grade_id(c) for c in nbformat.read(source / aid / f"{aid}.ipynb", as_version=4).cells}
+        if len(ids & theirs) > overlap:
+            best, overlap = aid, len(ids & theirs)
+    return best
+
+
+def seed_for(student: str, aid: str, seed: int | None) -> int:
+    """The variant graded: `--seed`, else the student id's in a cohort, else this machine's stored one."""
+    from streamlab.variants import stored_seed, student_seed
+
+    if seed is not None:
+        return int(seed)
+    return stored_seed(aid) if student == DEFAULT_STUDENT else student_seed(student, aid)
+
+
+def _variant_worked_on(submitted) -> int | None:
+    """The variant the setup cell's saved output shows (what the learner's numbers came from)."""
+    for cell in submitted.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            hit = VARIANT_LINE.search(out.get("text", "") if out.get("output_type") == "stream" else "")
+            if hit:
+                return int(hit.group(1))
+    return None
+
+
+def make_sandbox(root: Path, source: Path, hidden: tuple = ()):
+    """The sandbox for one grading run, or None (with the reason) when this machine cannot make one."""
+    import sys
+
+    from streamlab.jars import state_dir
+
+    from . import sandbox
+    from .course import private_tmp
+
+    why = sandbox.available()
+    if why:
+        return None, why
+    box = sandbox.Sandbox(
+        readonly=[ROOT, Path(sys.prefix), Path(sys.base_prefix)],
+        writable=[state_dir()],
+        hidden=[source, ROOT / "tests", ROOT / ".git", ROOT / "feedback", private_tmp(), root, *hidden])
+    return box, None
+
+
 def grade_notebook(path: str | Path, assignment_id: str | None = None, student: str = DEFAULT_STUDENT,
                    source: Path = SOURCE, timeout: int | None = None,
-                   feedback_dir: str | Path | None = None) -> Result:
-    """Autograde one notebook (a copy; the file is never modified) with hidden tests; GraderError if ungradable."""
+                   feedback_dir: str | Path | None = None, seed: int | None = None,
+                   hidden: tuple = (), require_sandbox: bool = False) -> Result:
+    """Grade one notebook (a copy; the file is never modified): its cells run in a sandboxed kernel, its tests here."""
+    import tempfile
+
     import nbformat
-    from nbgrader.api import Gradebook
+
+    from .judge import preload
+    from .runner import answer_owners, assemble, run, tests_of
 
     started = time.monotonic()
+    preload()
     path = Path(path).resolve()
     source = Path(source).resolve()
     aid, submitted = read_submission(path, assignment_id, source)
+    if not submitted.cells:
+        raise GraderError(f"{path.name} has no cells: restore it from notebooks/{aid}/ (or .ipynb_checkpoints/)")
     result = Result(student, aid, str(path))
     with temp_course("grader-check-") as root:
         api = generate(aid, root, source=source, timeout=timeout)
-        effective_timeout = api.config.Execute.get("timeout", timeout)
+        limit = int(timeout or api.config.Execute.get("timeout", 180))
         released = nbformat.read(root / "release" / aid / f"{aid}.ipynb", as_version=4)
         original = nbformat.read(source / aid / f"{aid}.ipynb", as_version=4)
+        graded_ids = {_grade_id(c) for c in released.cells if _grade_id(c)}
+        if not graded_ids & {_grade_id(c) for c in submitted.cells}:
+            other = looks_like(submitted, source)
+            raise GraderError(f"{path.name} holds none of {aid}'s exercises" + (
+                f"; it looks like {other}.ipynb: grade it as that (--assignment {other})" if other and other != aid
+                else f": restore it from notebooks/{aid}/"))
         per_cell, general = structure_notes(submitted, released, original)
-        target = root / "submitted" / student / aid
-        target.mkdir(parents=True)
-        shutil.copyfile(path, target / f"{aid}.ipynb")
-        for extra in (root / "release" / aid).rglob("*"):  # data files released with the notebook
-            dest = target / extra.relative_to(root / "release" / aid)
-            if extra.is_file() and extra.suffix != ".ipynb" and not dest.exists():
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(extra, dest)
+        tests, owners = tests_of(original), answer_owners(original)
+        graded_nb = assemble(submitted, released)
+        seed = seed_for(student, aid, seed)
+        worked_on = _variant_worked_on(submitted)
+        if worked_on is not None and worked_on != seed:
+            general.append(f"this notebook's saved output shows variant {worked_on}, but yours is {seed}: numbers "
+                           "copied from it are not yours (restart the kernel, run all cells and answer again)")
+        box, why = make_sandbox(root, source, hidden)
+        if box is None and require_sandbox:
+            raise GraderError(f"cannot keep the hidden tests out of the learners' reach: {why} "
+                              "(or pass --no-sandbox to grade without that protection)")
         bootstrap = check_environment()
-        # KAFKA_BOOTSTRAP: the kernel uses this broker and never starts one, so a broker lost mid-run stays lost
-        # and is reported as the machine's fault instead of being quietly replaced.
-        with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1", KAFKA_BOOTSTRAP=bootstrap), \
-                stderr_to(root / "kernel.log"):
-            outcome = api.autograde(aid, student, force=True, create=True)
+        with tempfile.TemporaryDirectory(prefix="streamlab-grading-") as work:
+            for extra in (root / "release" / aid).rglob("*"):  # data files released with the notebook
+                dest = Path(work) / extra.relative_to(root / "release" / aid)
+                if extra.is_file() and extra.suffix != ".ipynb":
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(extra, dest)
+            # KAFKA_BOOTSTRAP: the kernel uses this broker and never starts one, so a broker lost mid-run stays
+            # lost and is reported as the machine's fault instead of being quietly replaced.
+            with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1", KAFKA_BOOTSTRAP=bootstrap,
+                        STREAMLAB_SEED=str(seed), STREAMLAB_ASSIGNMENT=aid), stderr_to(root / "kernel.log"):
+                outcome = run(graded_nb, tests, owners, Path(work), limit, box, _judge_spark)
         _broker_still_there(bootstrap)
-        graded_path = root / "autograded" / student / aid / f"{aid}.ipynb"
-        if not outcome.get("success") or not graded_path.exists():
-            why = _last_error(outcome)
-            if "DeadKernelError" in why or "Kernel died" in why:
-                from .execute import TrackingExecute
-
-                where = TrackingExecute.current
-                cell = f"{_cell_name(where[1], where[0])} " if where else "a cell "
-                raise GraderError(f"{path.name}: the kernel died while running {cell}(os._exit, a crash or out of "
-                                  "memory?); nothing after it could be graded")
-            raise GraderError(f"{path.name} could not be run to the end: {why}")
-        with Gradebook(api.coursedir.db_url) as gb:
-            sub = gb.find_submission_notebook(aid, aid, student)
-            grades = {g.name: (float(g.auto_score or 0), float(g.max_score)) for g in sub.grades}
-        autograded = nbformat.read(graded_path, as_version=4)
-        result.exercises, trailing = collect(autograded, grades, per_cell, effective_timeout)
+        result.exercises, trailing = collect(outcome, tests, per_cell)
         result.notes = general + [f"after the last test: {t}" for t in trailing]
-        result.score = sum(e.points for e in result.exercises)
+        if outcome.stopped:
+            result.notes.append(outcome.stopped + "; points earned before it are kept")
+        if box is None:
+            result.notes.append(f"graded without a sandbox ({why})")
+        result.score = round(sum(e.points for e in result.exercises), 2)
         result.max_score = sum(e.max_points for e in result.exercises)
         if feedback_dir is not None:
-            _sanitise_for_feedback(graded_path, result)
-            made = api.generate_feedback(aid, student, force=True)
-            html = root / "feedback" / student / aid / f"{aid}.html"
-            if made.get("success") and html.exists():
-                out = Path(feedback_dir)
-                out.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(html, out / f"{aid}.html")
-                result.feedback = str(out / f"{aid}.html")
-            else:
-                result.notes.append(f"no HTML feedback: {_last_error(made)}")
+            result.feedback = str(write_feedback(outcome.nb, result, Path(feedback_dir)))
     result.seconds = time.monotonic() - started
     return result
+
+
+def _judge_spark():
+    """The grader's own Spark session, for checks that run a query with the learner's options."""
+    import streamlab
+
+    return streamlab.spark()
 
 
 @contextmanager
@@ -384,22 +416,11 @@ def _broker_still_there(bootstrap: str) -> None:
                             "check again")
 
 
-def _last_error(outcome: dict) -> str:
-    """The most telling line of a failed nbgrader call."""
-    text = (outcome.get("error") or "") + "\n" + (outcome.get("log") or "")
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for key in ("DeadKernelError", "Kernel died", "kernel died", "CellExecutionError", "Error"):
-        hit = [ln for ln in lines if key in ln]
-        if hit:
-            return hit[-1][:240]
-    return lines[-1][:240] if lines else "unknown error"
-
-
 def check(path: str | Path, assignment_id: str | None = None, timeout: int | None = None,
-          results: str | Path | None = None, source: Path = SOURCE) -> Result:
+          results: str | Path | None = None, source: Path = SOURCE, seed: int | None = None) -> Result:
     """Grade a learner's notebook, writing feedback under `results` (default feedback/check/<assignment>/)."""
     path = Path(path)
     aid = assignment_id or path.stem
     folder = Path(results) if results else CHECK_RESULTS / aid
-    return grade_notebook(path, assignment_id, DEFAULT_STUDENT, source, timeout, feedback_dir=folder)
+    return grade_notebook(path, assignment_id, DEFAULT_STUDENT, source, timeout, feedback_dir=folder, seed=seed)
 

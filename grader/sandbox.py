@@ -1,0 +1,79 @@
+"""Run the learner's kernel where it cannot read the hidden tests or change what the grader runs.
+
+A user and mount namespace (util-linux `unshare`, no root needed): the course's code, the Python installation and
+the grader's own folders are read-only; the hidden tests (`solutions/`, `tests/`, `.git`, the grader's working
+folders, a cohort's other submissions and the results) are replaced by empty folders. The mounts are made in an
+outer namespace and the kernel runs in an inner one, so the kernel cannot unmount or remount them; a pid namespace
+ends every process the notebook started when the kernel stops.
+"""
+from __future__ import annotations
+
+import functools
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+OUTER = ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork", "--kill-child", "--mount-proc"]
+INNER = ["unshare", "--user", "--map-root-user", "--mount"]
+
+
+@dataclass
+class Sandbox:
+    """What the kernel may not change (`readonly`), may change inside those (`writable`), and may not see (`hidden`)."""
+
+    readonly: list[Path] = field(default_factory=list)
+    writable: list[Path] = field(default_factory=list)
+    hidden: list[Path] = field(default_factory=list)
+
+    def script(self) -> str:
+        """The shell commands run in the outer namespace before the kernel starts."""
+        lines = ["set -e"]
+        ro = _existing(self.readonly)
+        lines += [f"mount --bind {q(p)} {q(p)}" for p in ro]
+        lines += [f"mount --bind {q(p)} {q(p)}" for p in _existing(self.writable)]
+        lines += [f"mount -o remount,bind,ro {q(p)}" for p in ro]
+        hidden = _existing(self.hidden)
+        for path in [p for p in hidden if not any(o != p and o in p.parents for o in hidden)]:
+            if path.is_dir():
+                lines.append(f"mount -t tmpfs -o size=64k,mode=755 tmpfs {q(path)}")
+            else:
+                lines.append(f"mount --bind /dev/null {q(path)}")
+        lines.append('exec ' + " ".join(INNER) + ' -- "$@"')
+        return "\n".join(lines)
+
+    def wrap(self, cmd: list[str]) -> list[str]:
+        """`cmd` (the kernel's command line) run inside the sandbox."""
+        return OUTER + ["--", "sh", "-c", self.script(), "sandbox"] + list(cmd)
+
+
+def q(path: Path) -> str:
+    return shlex.quote(str(path))
+
+
+def _existing(paths) -> list[Path]:
+    seen, out = set(), []
+    for p in paths:
+        p = Path(p).resolve()
+        if p.exists() and p not in seen:
+            seen.add(p)
+            out.append(p)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def available() -> str | None:
+    """None when this machine can sandbox a kernel, else why not (one line, with the fix)."""
+    if shutil.which("unshare") is None:
+        return "util-linux's unshare is not installed (Debian/Ubuntu: apt install util-linux)"
+    probe = Sandbox(hidden=[]).wrap(["true"])
+    try:
+        done = subprocess.run(probe, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unshare could not run ({exc})"
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or ["unknown error"])[-1]
+        return (f"this machine does not allow unprivileged user namespaces ({why}); on Ubuntu 24.04 run "
+                "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`, or grade in the course's container")
+    return None
