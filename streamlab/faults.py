@@ -1,0 +1,288 @@
+"""Fault injection: crash a streaming query at a chosen point of a batch's life cycle, restart it, count the damage.
+
+A batch's life cycle: Spark writes `offsets/N` (the plan), the sink writes the output, Spark writes `commits/N`.
+A crash anywhere before `commits/N` makes the restart re-run batch N with the same offsets. The points:
+
+- "before write": the batch is planned, nothing of it is written yet;
+- "mid write": part of the batch is written (a task fails on a chosen record, picked at random in the batch's
+  range: Spark's `raise_error` in the query plan, so the records before it are already out);
+- "after write": the whole batch is written, `commits/N` is not. For `foreachBatch` sinks our function raises
+  right after the sink code returned. Spark's built-in sinks run no code of ours between their write and the
+  commit, so there the batch is let finish and `commits/N` is removed: a restart reads only the checkpoint, and it
+  then holds exactly what a process killed between the write and the commit leaves behind.
+
+Each run uses `trigger(availableNow=True)`: it processes what is in the topic and stops, so every crash and every
+restart is one run, and nothing depends on timing.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import checkpoint as ck
+
+POINTS = ("before write", "mid write", "after write")
+MARK = "streamlab injected crash"
+
+
+class InjectedCrash(RuntimeError):
+    """The crash a fault injection raises on purpose (a real failure of the batch, not a bug)."""
+
+
+def tally(delivered, sent) -> dict:
+    """{'written': ids of `sent` that arrived, 'duplicated': extra copies, 'lost': ids of `sent` that did not}."""
+    sent = set(sent)
+    arrived = [i for i in delivered if i in sent]
+    distinct = set(arrived)
+    return {"written": len(distinct), "duplicated": len(arrived) - len(distinct), "lost": len(sent - distinct)}
+
+
+def plan(crashes: int, rounds: int, seed: int = 0, points=POINTS) -> dict[int, list[str]]:
+    """{round: [crash points]}: `crashes` crashes spread over `rounds` rounds at random points (seeded)."""
+    rng = random.Random(seed)
+    out: dict[int, list[str]] = {r: [] for r in range(rounds)}
+    for _ in range(crashes):
+        out[rng.randrange(rounds)].append(rng.choice(list(points)))
+    # In life-cycle order within a round: after an "after write" the replayed batch may be skipped by the sink
+    # (that is its exactly-once mechanism), and a crash planned inside it could not happen.
+    order = {p: i for i, p in enumerate(POINTS)}
+    return {r: sorted(ps, key=lambda p: order.get(p, 0)) for r, ps in out.items()}
+
+
+def pending_range(checkpoint: str, topic: str, latest: dict) -> dict[int, tuple[int, int]]:
+    """{partition: (start, end)} of the next batch the query runs: a planned, uncommitted batch's own range
+    (a restart re-runs exactly that), else from the last committed end to the topic's `latest` offsets."""
+    done = ck.committed_offsets(checkpoint) if Path(checkpoint, "offsets").is_dir() else None
+    start = done.kafka().get(topic, {}) if done is not None else {}
+    pending = ck.pending_batch(checkpoint) if Path(checkpoint, "offsets").is_dir() else None
+    end = ck.offsets(checkpoint, pending).kafka().get(topic, latest) if pending is not None else latest
+    return {p: (start.get(p, 0), e) for p, e in sorted(end.items()) if e > start.get(p, 0)}
+
+
+def crash_targets(point: str, ranges: dict, rng: random.Random, last: bool = False) -> list[tuple[int, int]]:
+    """The (partition, offset) records a task fails on: every partition's first record ("before write"), or one
+    record at random after the first of a partition that has more than one ("mid write"; with `last`, of the
+    last such partition, which a driver reading the batch partition by partition reaches last)."""
+    if point == "before write":
+        return [(p, start) for p, (start, _) in ranges.items()]
+    if point == "mid write":
+        wide = [p for p, (s, e) in ranges.items() if e - s > 1] or list(ranges)
+        partition = wide[-1] if last else rng.choice(wide)
+        start, end = ranges[partition]
+        return [(partition, rng.randrange(start + 1, end) if end - start > 1 else start)]
+    return []
+
+
+def with_crash(df, targets):
+    """`df` whose task fails (Spark's raise_error) when it reaches one of the (partition, offset) `targets`."""
+    from pyspark.sql import functions as F
+
+    if not targets:
+        return df
+    hit = None
+    for partition, offset in targets:
+        cond = (F.col("partition") == partition) & (F.col("offset") == offset)
+        hit = cond if hit is None else hit | cond
+    return df.where(F.when(hit, F.raise_error(F.lit(f"{MARK}: mid-batch, at a chosen record"))).otherwise(True))
+
+
+def crashing(write_batch, point: str | None):
+    """A foreachBatch function: `write_batch`, with one InjectedCrash raised before or after it ran."""
+    fired = []
+
+    def batch(batch_df, batch_id):
+        if point == "before write" and not fired:
+            fired.append(batch_id)
+            raise InjectedCrash(f"{MARK}: before the write of batch {batch_id}")
+        write_batch(batch_df, batch_id)
+        if point == "after write" and not fired:
+            fired.append(batch_id)
+            raise InjectedCrash(f"{MARK}: after the write of batch {batch_id}, before its commit")
+
+    return batch
+
+
+def drop_last_commit(checkpoint: str) -> int | None:
+    """Remove `commits/N` of the last committed batch (and its .crc): the checkpoint of a crash between the
+    write and the commit. Returns N (None when nothing was committed)."""
+    last = ck.last_committed(checkpoint)
+    if last is None:
+        return None
+    for name in (str(last), f".{last}.crc"):
+        Path(checkpoint, "commits", name).unlink(missing_ok=True)
+    return last
+
+
+@dataclass
+class Crash:
+    """One injected crash: when, where, which batch it hit, and whether it happened."""
+
+    round: int
+    point: str
+    batch: int | None
+    happened: bool
+    detail: str = ""
+
+
+@dataclass
+class SinkRun:
+    """One sink under repeated crashes: its checkpoint, the crashes so far and the runs it took."""
+
+    sink: object
+    checkpoint: str
+    crashes: list = field(default_factory=list)
+    runs: int = 0
+
+
+def _query_error(query, timeout: float) -> str | None:
+    from pyspark.errors import StreamingQueryException
+
+    try:
+        if not query.awaitTermination(timeout):
+            query.stop()
+            raise TimeoutError(f"a run did not finish within {timeout:.0f} s")
+    except StreamingQueryException as exc:
+        return str(exc)
+    return None
+
+
+def run_once(spark, sink, run: SinkRun, source_topic: str, point: str | None, rng: random.Random,
+             round_no: int = 0, bootstrap: str | None = None, timeout: float = 120.0) -> Crash | None:
+    """One run of `sink` (availableNow) from its checkpoint, with a crash at `point` (None: a clean run).
+
+    Returns the Crash (None for a clean run); an error that is not the injected crash is raised.
+    """
+    from .lag import latest_offsets
+    from .sinks import source_frame
+
+    ranges = pending_range(run.checkpoint, source_topic, latest_offsets(source_topic, bootstrap)[source_topic])
+    batch = ck.pending_batch(run.checkpoint) if Path(run.checkpoint, "offsets").is_dir() else None
+    if batch is None:
+        last = ck.last_committed(run.checkpoint) if Path(run.checkpoint, "commits").is_dir() else None
+        batch = 0 if last is None else last + 1
+    df = source_frame(spark, source_topic, bootstrap)
+    targets = crash_targets(point, ranges, rng, last=not sink.builtin) if point in ("before write", "mid write") and (
+        sink.builtin or point == "mid write") else []
+    df = with_crash(df, targets)
+    if sink.builtin:
+        query = sink.start(df, run.checkpoint)
+    else:
+        query = (df.writeStream.foreachBatch(crashing(sink.write_batch, None if targets else point))
+                 .option("checkpointLocation", run.checkpoint).trigger(availableNow=True).start())
+    run.runs += 1
+    error = _query_error(query, timeout)
+    if error is not None and MARK not in error:
+        raise RuntimeError(f"{sink.label}: the query failed for a reason other than the injected crash: "
+                           f"{error.strip()[-1500:]}")
+    if point is None:
+        if error is not None:
+            raise RuntimeError(f"{sink.label}: a clean run crashed")
+        return None
+    detail = ", ".join(f"partition {p} offset {o}" for p, o in targets)
+    if point == "after write" and sink.builtin and error is None:
+        dropped = drop_last_commit(run.checkpoint)
+        crash = Crash(round_no, point, dropped, dropped is not None, "commits/N removed after the batch")
+    else:
+        crash = Crash(round_no, point, batch, error is not None, detail)
+    run.crashes.append(crash)
+    return crash
+
+
+def quiet(spark):
+    """A context in which queries failing on purpose are not logged by Spark (their errors are still raised)."""
+    from .replay import quiet_query_errors
+
+    return quiet_query_errors(spark)
+
+
+class CrashTest:
+    """Several sinks fed from one source topic, round by round, each crashed at the planned points.
+
+    Each round sends `chunk` new records (ids counting up from 0) to the source topic, then, for every sink,
+    runs the planned crashes one after the other (each run crashes once, the next starts from the checkpoint) and
+    a clean run that finishes the round. `tallies()` counts, from each destination, what arrived.
+    """
+
+    def __init__(self, spark, sinks: dict, source_topic: str, chunk: int = 40, partitions: int = 2,
+                 bootstrap: str | None = None):
+        from .broker import ensure_broker
+        from .lab import new_checkpoint
+
+        self.spark, self.source_topic, self.chunk = spark, source_topic, chunk
+        self.partitions = partitions
+        self.bootstrap = bootstrap or ensure_broker()
+        self.runs = {name: SinkRun(sink, new_checkpoint("crash")) for name, sink in sinks.items()}
+        self.sent = 0
+        self.rounds = 0
+
+    def send_chunk(self) -> None:
+        """Send the next `chunk` ids to the source topic, spread over its partitions."""
+        from .producer import produce
+
+        produce(self.source_topic, self.chunk, start=self.sent, key_fn=str, value_fn=str,
+                partitions=range(self.partitions), bootstrap=self.bootstrap)
+        self.sent += self.chunk
+
+    def step(self, name: str, point: str | None = None, seed: int = 0) -> Crash | None:
+        """One run of sink `name` from its checkpoint, crashing at `point` (None: a clean run)."""
+        run = self.runs[name]
+        with quiet(self.spark):
+            return run_once(self.spark, run.sink, run, self.source_topic, point, random.Random(seed), self.rounds,
+                            self.bootstrap)
+
+    def round(self, points: dict | None = None, seed: int | None = None) -> None:
+        """One round: a new chunk, then for each sink (in parallel) its crashes {name: [points]} and a clean run."""
+        import threading
+
+        self.send_chunk()
+        errors: list = []
+
+        def sink_round(name: str, run: SinkRun, rng: random.Random) -> None:
+            try:
+                for point in (points or {}).get(name, []):
+                    run_once(self.spark, run.sink, run, self.source_topic, point, rng, self.rounds, self.bootstrap)
+                run_once(self.spark, run.sink, run, self.source_topic, None, rng, self.rounds, self.bootstrap)
+            except BaseException as exc:
+                errors.append(exc)
+
+        base = self.rounds if seed is None else seed
+        with quiet(self.spark):
+            threads = [threading.Thread(target=sink_round, args=(name, run, random.Random(f"{base}:{name}")),
+                                        daemon=True) for name, run in self.runs.items()]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        self.rounds += 1
+        if errors:
+            raise errors[0]
+
+    def run(self, crashes: int, rounds: int, seed: int = 0, points=POINTS, on_round=None) -> dict:
+        """`rounds` rounds with `crashes` crashes per sink at random points (seeded); returns tallies()."""
+        plans = {name: plan(crashes, rounds, seed + i, points) for i, name in enumerate(self.runs)}
+        for r in range(rounds):
+            self.round({name: plans[name][r] for name in self.runs}, seed * 1000 + r)
+            if on_round is not None:
+                on_round(self)
+        return self.tallies()
+
+    def tallies(self) -> dict:
+        """{sink name: {'crashes', 'runs', 'written', 'duplicated', 'lost'}}, counted from each destination."""
+        sent = range(self.sent)
+        return {name: {"crashes": sum(c.happened for c in run.crashes), "runs": run.runs,
+                       **tally(run.sink.delivered(), sent)} for name, run in self.runs.items()}
+
+    def crash_log(self):
+        """Every injected crash as a table: sink, round, point, batch, where."""
+        import pandas as pd
+
+        return pd.DataFrame([{"sink": name, "round": c.round, "point": c.point, "batch": c.batch,
+                              "happened": c.happened, "where": c.detail}
+                             for name, run in self.runs.items() for c in run.crashes])
+
+
+def elapsed(start: float) -> str:
+    """Seconds since `start` (time.monotonic()), for a one-line report."""
+    return f"{time.monotonic() - start:.1f} s"
