@@ -24,13 +24,18 @@ def main(argv: list[str] | None = None) -> int:
     chk.add_argument("--assignment", help="assignment id, when the file name is not <id>.ipynb")
     chk.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
     chk.add_argument("--results", type=Path, help="feedback folder (default feedback/check/<assignment>/)")
+    chk.add_argument("--seed", type=int, help="grade this variant (default: this machine's, as the lab uses)")
     grd = sub.add_parser("grade", help="autograde a cohort: SUBMISSIONS_DIR/<student>/<assignment>/<id>.ipynb")
     grd.add_argument("submissions", type=Path)
     grd.add_argument("--out", type=Path, default=ROOT / "feedback" / "cohort",
                      help="output folder (default feedback/cohort/, git-ignored)")
     grd.add_argument("--workers", type=int, default=2, help="notebooks graded at once (default 2)")
     grd.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
+    grd.add_argument("--no-sandbox", action="store_true",
+                     help="grade where user namespaces are unavailable (learner code could then read the tests)")
     sub.add_parser("samples", help="rewrite grader/sample-submissions/ from the current 00-setup release")
+    dist = sub.add_parser("distribute", help="copy the course for a graded cohort, without solutions and tests")
+    dist.add_argument("out", type=Path)
     args = parser.parse_args(argv)
     try:
         if args.command == "release":
@@ -42,8 +47,15 @@ def main(argv: list[str] | None = None) -> int:
 
             read_submission(args.notebook, args.assignment, args.source.resolve())  # fail fast, one line
             print(f"checking {args.notebook} with the hidden tests (your file is not changed) …", flush=True)
-            result = check(args.notebook, args.assignment, args.timeout, args.results, args.source.resolve())
+            result = check(args.notebook, args.assignment, args.timeout, args.results, args.source.resolve(),
+                           seed=args.seed)
             print(table(result))
+        elif args.command == "distribute":
+            from .distribute import distribute
+
+            for gone in distribute(args.out):
+                print(f"left out {gone}")
+            print(f"wrote {args.out.resolve()} (learners: make lab; see NO-SOLUTIONS.md)")
         elif args.command == "samples":
             from .cohort import make_samples
 
@@ -52,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from .cohort import grade_cohort
 
-            results = grade_cohort(args.submissions, args.out, args.workers, args.timeout, args.source.resolve())
+            results = grade_cohort(args.submissions, args.out, args.workers, args.timeout, args.source.resolve(),
+                                   sandbox=not args.no_sandbox)
             missed = [r for r in results if not r.graded]
             if missed:
                 print(f"error: {len(missed)} submission(s) could not be graded (marked 'not graded' in grades.csv); "

@@ -53,12 +53,13 @@ def find_submissions(submissions: Path, source: Path = SOURCE) -> list[Task]:
     return tasks
 
 
-def _grade_task(task: Task, timeout: int | None, source: Path) -> Result:
+def _grade_task(task: Task, timeout: int | None, source: Path, hidden: tuple = (), sandbox: bool = True) -> Result:
     """Grade one task in this worker process (its own temp course); errors become a zero-score result."""
     result = Result(task.student, task.assignment, str(task.path or ""))
     if task.error is None:
         try:
-            result = grade_notebook(task.path, task.assignment, task.student, source, timeout, task.feedback_dir)
+            result = grade_notebook(task.path, task.assignment, task.student, source, timeout, task.feedback_dir,
+                                    hidden=hidden, require_sandbox=sandbox)
             if task.note:
                 result.notes.insert(0, task.note)
             return result
@@ -87,8 +88,12 @@ def _max_score(aid: str, source: Path) -> float:
 
 
 def grade_cohort(submissions: str | Path, out: str | Path, workers: int = 2, timeout: int | None = None,
-                 source: Path = SOURCE, quiet: bool = False) -> list[Result]:
-    """Autograde every submission, write OUT/grades.csv, OUT/messages.csv and OUT/feedback/<student>/<id>.html."""
+                 source: Path = SOURCE, quiet: bool = False, sandbox: bool = True) -> list[Result]:
+    """Autograde every submission, write OUT/grades.csv, OUT/messages.csv and OUT/feedback/<student>/<id>.html.
+
+    Each notebook runs in a sandbox that hides the other submissions, the results and the hidden tests; without
+    one (`sandbox=False`, the command's --no-sandbox) learner code could read or change them.
+    """
     submissions, out, source = Path(submissions).resolve(), Path(out).resolve(), Path(source).resolve()
     tasks = find_submissions(submissions, source)
     for task in tasks:
@@ -98,12 +103,21 @@ def grade_cohort(submissions: str | Path, out: str | Path, workers: int = 2, tim
     from .grading import check_environment
 
     check_environment()  # once, before the workers start: no Java or no broker grades nobody, and says why
-    if workers <= 1 or len(tasks) <= 1:
-        results = [_grade_task(t, timeout, source) for t in tasks]
+    if sandbox:
+        from .sandbox import available
+
+        why = available()
+        if why:
+            raise GraderError(f"cannot keep the hidden tests and other submissions out of the learners' reach: "
+                              f"{why} (or pass --no-sandbox to grade without that protection)")
+    hidden = (submissions, out)
+    n = len(tasks)
+    if workers <= 1 or n <= 1:
+        results = [_grade_task(t, timeout, source, hidden, sandbox) for t in tasks]
     else:
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=fast_imports) as pool:
-            results = list(pool.map(_grade_task, tasks, [timeout] * len(tasks), [source] * len(tasks)))
+            results = list(pool.map(_grade_task, tasks, [timeout] * n, [source] * n, [hidden] * n, [sandbox] * n))
     write_outputs(results, out)
     if not quiet:
         for r in results:
@@ -140,8 +154,8 @@ def write_outputs(results: list[Result], out: Path) -> None:
 
 SAMPLES = Path(__file__).resolve().parent / "sample-submissions"
 SAMPLE_ANSWERS = {  # two fake students for 00-setup: one right, one wrong on both parts
-    "alice": {"ex1_cap": "cap = 750", "q1_answer": 'q1 = "b"'},
-    "bob": {"ex1_cap": "cap = 1000", "q1_answer": 'q1 = "c"'},
+    "alice": {"ex1_cap": "cap = -(-ex1_records // ex1_batches)", "q1_answer": 'q1 = "b"'},
+    "bob": {"ex1_cap": "cap = ex1_records", "q1_answer": 'q1 = "c"'},
 }
 
 

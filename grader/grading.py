@@ -50,6 +50,10 @@ class Result:
 
 def read_submission(path: Path, assignment_id: str | None = None, source: Path = SOURCE):
     """Validate a learner's file: (assignment id, parsed notebook), or GraderError naming the problem."""
+    if not source.is_dir():
+        raise GraderError(f"this copy of the course has no hidden tests ({source.name}/ is not here: a graded "
+                          "cohort's copy): your instructor grades it; the ✅/❌ lines under each exercise are your "
+                          "visible checks")
     known = assignments(source)
     expected = ", ".join(f"{a}.ipynb" for a in known) or f"none yet: {source} is empty"
     if not path.exists():

@@ -72,6 +72,11 @@ class Verdict:
     skipped: str | None = None
 
 
+def _one_line(text: str, limit: int = 400) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 def free_names(source: str) -> tuple[list[str], set[str]]:
     """(names a cell reads but does not define, names its top level binds)."""
     tree = ast.parse(source)
@@ -284,6 +289,24 @@ def _show(path) -> str:
     return out
 
 
+class RemoteNotebook:
+    """checks.notebook() while grading: the learner's kernel, reached through the agent."""
+
+    def __init__(self, remote: Remote):
+        self.remote = remote
+
+    def ref(self, name: str):
+        """A reference to the kernel's `name`, to pass to call() (its value is never fetched)."""
+        parts = name.split(".")
+        if not all(_IDENT.match(p) for p in parts):
+            raise ValueError(f"not a name: {name!r}")
+        return RemoteObject(self.remote, parts, "reference")
+
+    def call(self, name: str, *args, **kwargs):
+        """Run the kernel's `name` there with these arguments; its result as plain data (or a proxy)."""
+        return self.remote.call(self.ref(name)._path, args, kwargs)
+
+
 class Judge:
     """Runs the instructor's test cells for one notebook; keeps names the test cells themselves define."""
 
@@ -302,9 +325,13 @@ class Judge:
         except SyntaxError as exc:
             verdict.error = f"the test itself does not parse ({exc.msg}); tell the instructor"
             return verdict
-        namespace = {"__name__": "__judge__", "__builtins__": builtins}
-        namespace.update(self.own)
+        from streamlab import quiz
+
+        # The checks themselves always come from here, whatever the notebook bound to these names.
+        namespace = {"__name__": "__judge__", "__builtins__": builtins, **self.own, "checks": checks, "quiz": quiz,
+                     "expect": checks.expect, "expect_equal": checks.expect_equal, "expect_close": checks.expect_close}
         out = io.StringIO()
+        checks._state.notebook = RemoteNotebook(self.remote)
         with checks.recording() as record, contextlib.redirect_stdout(out):
             try:
                 for name in free:
@@ -321,10 +348,11 @@ class Judge:
                 verdict.error = str(exc)
             except Exception as exc:
                 verdict.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        checks._state.notebook = None
         for name in top:
             if name in namespace:
                 self.own[name] = namespace[name]
-        verdict.checks = [Check(c.name, c.passed, c.line) for c in record]
+        verdict.checks = [Check(c.name, c.passed, _one_line(c.line)) for c in record]
         verdict.output = out.getvalue()
         total = len(verdict.checks) + (1 if verdict.error else 0)
         passed = sum(c.passed for c in verdict.checks)

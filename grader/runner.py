@@ -153,7 +153,18 @@ def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeo
             _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKernelError, nbformat)
         finally:
             side.stop_channels()
+            _clean_up_checks(spark_made)
     return outcome
+
+
+def _clean_up_checks(sessions: list) -> None:
+    """Queries, topics and folders the checks made in this process (the grader's own session stays for reuse)."""
+    from streamlab.lab import cleanup
+
+    try:
+        cleanup(sessions[0] if sessions else None)
+    except Exception:
+        pass  # a broker lost mid-run is reported by the caller; leftovers have unique names
 
 
 def _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKernelError, nbformat) -> None:

@@ -30,10 +30,18 @@ class __StreamlabAgent:
             obj = self
         elif path[0] in self.ns:
             obj = self.ns[path[0]]
+        elif path[0] == "streamlab":
+            import streamlab as obj
         else:
             raise NameError(f"name {path[0]!r} is not defined")
         for step in path[1:]:
-            obj = obj[step[1]] if isinstance(step, list) else getattr(obj, step)
+            if isinstance(step, list):
+                obj = obj[step[1]]
+            elif isinstance(obj, self._types.ModuleType) and not hasattr(obj, step):
+                import importlib
+                obj = importlib.import_module(f"{obj.__name__}.{step}")
+            else:
+                obj = getattr(obj, step)
         return obj
 
     def trusted_origin(self, obj):

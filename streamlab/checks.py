@@ -42,6 +42,37 @@ def recording():
         _state.record = previous
 
 
+class Notebook:
+    """The notebook's own objects, by name: in the lab this kernel's; while grading, the learner's kernel's
+    (so a check can run the learner's function on data the grader made, where that function lives)."""
+
+    def ref(self, name: str):
+        """The object the notebook calls `name` (dots reach attributes: "internals.collect")."""
+        import importlib
+        import types
+
+        from IPython import get_ipython
+
+        first, *rest = name.split(".")
+        shell = get_ipython()
+        obj = shell.user_ns[first] if shell is not None and first in shell.user_ns else importlib.import_module(first)
+        for part in rest:
+            if isinstance(obj, types.ModuleType) and not hasattr(obj, part):
+                obj = importlib.import_module(f"{obj.__name__}.{part}")
+            else:
+                obj = getattr(obj, part)
+        return obj
+
+    def call(self, name: str, *args, **kwargs):
+        """Call the notebook's `name` with plain-data arguments (or refs); the result as plain data."""
+        return self.ref(name)(*args, **kwargs)
+
+
+def notebook() -> Notebook:
+    """Where the notebook's objects live for the check that is running."""
+    return getattr(_state, "notebook", None) or Notebook()
+
+
 def judging() -> bool:
     """True inside the grader's recording() (the grader's own process, never the learner's kernel)."""
     return getattr(_state, "record", None) is not None
@@ -49,7 +80,8 @@ def judging() -> bool:
 
 def expect(passed: bool, name: str, expected: str, found: str, hint: str | None = None) -> None:
     """Report one check: ✅ when `passed`, else what was found (and, in the lab, what was expected) and the hint."""
-    passed = passed is True or (type(passed).__name__ == "bool_" and bool(passed))
+    # Only a real True passes (a check must not pass on a truthy learner value); numpy's booleans count.
+    passed = bool(passed) if type(passed).__module__ == "numpy" else passed is True
     if passed:
         line = f"✅ {name}"
     else:

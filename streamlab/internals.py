@@ -660,3 +660,31 @@ class PartitionDemo:
         display(Image(self._png()))
         # the columns exist even when no batch ran (a starved machine), so later cells can still index them
         return pd.DataFrame([vars(b) for b in self.history], columns=[f.name for f in fields(BatchTasks)])
+
+
+def collect_records(spark, options, transform=None, *, timeout: float = 60.0) -> dict:
+    """collect() as plain data: {"dtypes": {...}, "rows": [{column: value}] (times as ISO text), "error": ...}."""
+    run = collect(spark, options, transform, timeout=timeout)
+    rows = None
+    if run.rows is not None:
+        frame = run.rows.astype(object).where(run.rows.notna(), None)
+        rows = [{k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in rec.items()}
+                for rec in frame.to_dict("records")]
+    return {"dtypes": dict(run.dtypes), "rows": rows, "error": run.error}
+
+
+def fresh_orders(partitions: int = 2) -> tuple[dict, dict]:
+    """A new topic of order events no notebook has seen (random count and ids) plus one malformed record:
+    (reader options for it, what a correct parse gives: n, first id, amount total, malformed count)."""
+    import random
+
+    from .lab import new_topic
+    from .producer import default_value, produce
+
+    n, first = random.randint(120, 240), random.randint(1_000, 900_000)
+    topic = new_topic("fresh-orders", partitions=partitions)
+    produce(topic, n, value_fn=lambda i: default_value(first + i))
+    send(topic, [{"value": "this is not json"}])
+    truth = {"n": n, "first_id": first, "malformed": 1,
+             "amount": round(sum(((first + i) * 37 % 10_000) / 100 for i in range(n)), 2)}
+    return {"kafka.bootstrap.servers": ensure_broker(), "subscribe": topic, "startingOffsets": "earliest"}, truth

@@ -191,3 +191,14 @@ def explorer(batches: int = 40, interval_ms: int = 1000, input_rate: int = 2000,
         s.observe(redraw, names="value")
     redraw()
     return W.VBox([*sliders.values(), image])
+
+
+def replay(frame, interval_ms: int = 1000, **gains) -> list[tuple]:
+    """(estimator state before the call, call arguments, what compute returned) for every batch of a simulated run."""
+    estimator, steps = PIDRateEstimator(interval_ms, **gains), []
+    for row in frame.itertuples():
+        end = int(row.time_s * 1000) + row.scheduling_ms + row.processing_ms
+        state = (estimator.latest_rate, estimator._latest_error, (end - estimator._latest_time) / 1000)
+        call = (row.records, row.processing_ms, row.scheduling_ms)
+        steps.append((state, call, estimator.compute(end, *call)))
+    return steps

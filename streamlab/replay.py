@@ -56,6 +56,22 @@ def batch_ranges(path, topic: str | None = None) -> list[dict]:
     return rows
 
 
+def offset_range(batch_df) -> dict:
+    """A batch DataFrame's row count and [first, last + 1) offsets per partition, read from its offset column."""
+    seen: dict = {}
+    for row in batch_df.select("partition", "offset").collect():  # small batches: collecting is cheapest
+        seen.setdefault(row.partition, []).append(row.offset)
+    return {"rows": sum(map(len, seen.values())),
+            **{f"partition {p}": f"[{min(o)}, {max(o) + 1})" for p, o in sorted(seen.items())}}
+
+
+def batch_range(path, batch_id: int) -> dict:
+    """What offset_range() gives for batch `batch_id` of a checkpointed query, read from its checkpoint alone."""
+    rows = [r for r in batch_ranges(path) if r["batch"] == batch_id and r["records"]]
+    return {"rows": sum(r["records"] for r in rows),
+            **{f"partition {r['partition']}": f"[{r['start']}, {r['end']})" for r in rows}}
+
+
 def short_error(error: BaseException) -> str:
     """The line of a (streaming) query error that says what went wrong, without the JVM and Python stack traces."""
     text = str(error)

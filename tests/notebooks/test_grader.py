@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "solutions"
 AID = "fx-basics"
 SOLUTION = FIXTURES / AID / f"{AID}.ipynb"
+SOLUTION_SHA = hashlib.sha256(SOLUTION.read_bytes()).hexdigest()
 TIMEOUT = 10  # per cell, seconds: the endless loop costs this much
 
 pytestmark = pytest.mark.broker
@@ -96,10 +97,48 @@ def cohort(released, tmp_path_factory, bootstrap):
     _write(subs, "edited", nb)
     _write(subs, "malformed", raw=released.read_bytes()[:700])
     _write(subs, "wrongname", _answered(released), name=f"{AID} (1).ipynb")
-    _write(subs, "crash", _answered(released, ex1_answer="import os\nos._exit(1)"))
+    _write(subs, "crash", _answered(released, q2_answer="import os\nos._exit(1)"))
+    swallow = ("import time\nwhile True:\n    try:\n        time.sleep(0.2)\n    except KeyboardInterrupt:\n"
+               "        pass")
+    _write(subs, "swallow", _answered(released, ex2_answer=swallow))
+    nb = _answered(released)
+    copy = nbformat.v4.new_code_cell("def total_lag(latest, consumed):\n    return -1", metadata=nb.cells[
+        _index(nb, "ex1_answer")].metadata)
+    nb.cells.insert(_index(nb, "ex1_total_lag"), copy)
+    _write(subs, "duplicated", nb)
+    for student, cheat in CHEATS.items():
+        nb = nbformat.read(released, as_version=4)
+        nb.cells[_index(nb, "ex1_answer")].source = cheat
+        _write(subs, student, nb)
     out = tmp_path_factory.mktemp("grades")
     results = grade_cohort(subs, out, workers=2, timeout=TIMEOUT, source=FIXTURES, quiet=True)
     return {r.student: r for r in results}, out
+
+
+# Each cheat goes into the first answer cell of an otherwise untouched notebook: every one must score zero.
+CHEATS = {
+    "cheat-env": "import os\nos.environ['STREAMLAB_GRADING'] = '0'",
+    "cheat-patch": ("import streamlab.checks as c, streamlab.quiz as qz\n"
+                    "c.expect = c.expect_equal = c.report = lambda *a, **k: None\n"
+                    "qz.reveal = qz.check_format = lambda *a, **k: None\n"
+                    "expect = expect_equal = c.expect\nquiz = qz\n"
+                    "def total_lag(*a):\n    return None"),
+    "cheat-exceptions": ("get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)\n"
+                         "def total_lag(*a):\n    raise ValueError('no')"),
+    "cheat-fake-key": ("import nbformat, glob\nfor f in glob.glob('/**/fx-basics*.ipynb', recursive=True) + "
+                       "glob.glob('/tmp/**/gradebook.db', recursive=True):\n"
+                       "    try:\n        open(f, 'w').write('{}')\n    except OSError as e:\n        print('refused', e)\n"
+                       "def total_lag(*a):\n    return 0"),
+    "cheat-reader": (f"import glob, os\nfound = []\nfor pattern in ({str(FIXTURES)!r} + '/**/*', "
+                     f"{str(ROOT)!r} + '/.git/**/*', '/tmp/streamlab-grader/**/*', '/tmp/**/gradebook.db'):\n"
+                     "    for f in glob.glob(pattern, recursive=True):\n"
+                     "        if os.path.isfile(f):\n            found.append(f)\n"
+                     "            print(open(f, errors='ignore').read()[:20000])\n"
+                     "print('FOUND', len(found))"),
+    "cheat-linger": ("import subprocess, threading, time\n"
+                     "subprocess.Popen(['sleep', '1234'], start_new_session=True)\n"
+                     "threading.Thread(target=time.sleep, args=(600,), daemon=False).start()"),
+}
 
 
 def _hint(result, gid):
@@ -121,24 +160,63 @@ def test_untouched_student_version_scores_zero(cohort):
     results, _ = cohort
     r = results["untouched"]
     assert (r.score, r.max_score) == (0, 6), f"the untouched notebook scored {r.score}"
-    assert _hint(r, "q1_offsets_home").startswith("❌ q1 is answered"), "an empty quiz answer should say so"
+    assert _hint(r, "q1_offsets_home").startswith("❌ q1: your answer None is not right"), _hint(r, "q1_offsets_home")
     assert all(e.hint.startswith("❌") for e in r.exercises), [e.hint for e in r.exercises]
 
 
 def test_partial_credit_and_hidden_test_hint(cohort):
     results, _ = cohort
     r = results["partial"]
-    assert _points(r) == {"ex1_total_lag": 2, "ex2_end_offsets": 0, "q1_offsets_home": 1, "q2_cap_split": 0}
-    assert r.score == 3
+    # ex2: its visible check (a dict) passes, its hidden one (the right offsets) does not: half the points
+    assert _points(r) == {"ex1_total_lag": 2, "ex2_end_offsets": 1, "q1_offsets_home": 1, "q2_cap_split": 0}
+    assert r.score == 4
     hint = _hint(r, "ex2_end_offsets")
-    assert hint.startswith("❌ ex2_end_offsets_values — expected {0: 6, 1: 6}, found {0: 5, 1: 5}"), hint
+    assert hint.startswith("❌ ex2_end_offsets_values — found {0: 5, 1: 5}. Hint: 12 messages"), hint
+    assert "{0: 6, 1: 6}" not in hint, "a failed check must not print the answer"
     assert "expect_equal" not in hint, "a hidden test's code must never be printed"
-    assert "q2" in _hint(r, "q2_cap_split")
+    assert _hint(r, "q2_cap_split") == "❌ q2: your answer 100 is not right", "a wrong quiz answer gets no key"
+
+
+@pytest.mark.parametrize("student", sorted(CHEATS))
+def test_each_cheat_scores_zero(cohort, student):
+    results, _ = cohort
+    r = results[student]
+    assert r.error is None and r.score == 0, f"{student} scored {r.score}: {r.exercises}"
+
+
+def test_hidden_tests_are_out_of_reach_and_never_in_feedback(cohort):
+    """A cell that reads every file it can find sees no hidden test, and its feedback holds none."""
+    from grader.leaks import secrets
+
+    results, out = cohort
+    page = (out / "feedback" / "cheat-reader" / f"{AID}.html").read_text(encoding="utf-8")
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "FOUND 0" in text, "the reading cell found files it should not see (or did not run)"
+    # A failed check's hint is meant for the learner; the tests' code and the quiz keys are not.
+    code = [line for _, line in secrets(FIXTURES) if len(line) > 12 and any(ch in line for ch in "(={")]
+    leaked = [line for line in code if line in text]
+    assert not leaked, f"hidden test text in the feedback: {leaked[:3]}"
+    assert "BEGIN HIDDEN TESTS" not in text
+
+
+def test_a_tampering_submission_changes_nothing_for_the_others(cohort):
+    """cheat-fake-key tried to overwrite every copy of the notebook and gradebook it could find."""
+    results, _ = cohort
+    assert results["solution"].score == 6 and results["partial"].score == 4
+    assert hashlib.sha256(SOLUTION.read_bytes()).hexdigest() == SOLUTION_SHA, "the answer key was changed"
+
+
+def test_no_process_outlives_its_grading(cohort):
+    import psutil
+
+    left = [p.info for p in psutil.process_iter(["pid", "cmdline"]) if (p.info["cmdline"] or [])[:2] == ["sleep", "1234"]]
+    assert not left, f"processes started by a graded notebook are still running: {left}"
 
 
 @pytest.mark.parametrize("student, gid, needles, score", [
     ("syntax", "ex1_total_lag", ["cell ex1_answer raised SyntaxError"], 4),
     ("exception", "ex2_end_offsets", ["cell ex2_answer raised ZeroDivisionError: division by zero"], 4),
+    ("crash", "q2_cap_split", ["the kernel died while running cell q2_answer"], 5),
     ("loop", "ex1_total_lag", ["cell ex1_answer did not finish", f"within {TIMEOUT} s", "endless loop"], 4),
     ("deleted", "q1_offsets_home", ["test cell q1_offsets_home was deleted"], 5),
     ("deleted", "q2_cap_split", ["answer cell q2_answer was deleted"], 5),
@@ -156,6 +234,22 @@ def test_robustness_message(cohort, student, gid, needles, score):
     assert r.score == score, f"{student}: the other exercises should still be graded ({_points(r)})"
 
 
+def test_a_cell_that_swallows_the_interrupt_is_named_and_earlier_points_kept(cohort):
+    results, _ = cohort
+    r = results["swallow"]
+    assert _points(r)["ex1_total_lag"] == 2 and r.score == 2, _points(r)
+    hint = _hint(r, "ex2_end_offsets")
+    assert "cell ex2_answer did not stop when interrupted" in hint and "KeyboardInterrupt" in hint, hint
+    assert any("points earned before it are kept" in n for n in r.notes), r.notes
+
+
+def test_a_duplicated_answer_cell_grades_the_first_copy(cohort):
+    results, _ = cohort
+    r = results["duplicated"]
+    assert r.score == 6, _points(r)
+    assert any("ex1_answer appears twice; only the first copy is graded" in n for n in r.notes), r.notes
+
+
 def test_deleted_test_cell_is_put_back_and_graded(cohort):
     results, _ = cohort
     assert _points(results["deleted"])["q1_offsets_home"] == 1, "the restored test should grade the answer"
@@ -167,8 +261,7 @@ def test_malformed_and_misnamed_submissions(cohort):
     assert bad.error and "is not valid notebook JSON" in bad.error and "\n" not in bad.error, bad.error
     assert (bad.score, bad.max_score) == (0, 6)
     crash = results["crash"]
-    assert crash.error == (f"{AID}.ipynb: the kernel died while running cell ex1_answer (os._exit, a crash or "
-                           "out of memory?); nothing after it could be graded"), crash.error
+    assert any("points earned before it are kept" in n for n in crash.notes), crash.notes
     misnamed = results["wrongname"]
     assert misnamed.score == 6, "a misnamed notebook is still graded"
     assert any(f"expected {AID}.ipynb" in n for n in misnamed.notes), misnamed.notes
@@ -181,9 +274,10 @@ def test_grades_csv_and_feedback(cohort):
     assert list(rows[0]) == ["student", "assignment", "score", "max_score", "status"]
     got = {row["student"]: (row["assignment"], row["score"], row["max_score"]) for row in rows}
     assert {row["student"]: row["status"] for row in rows if row["status"] != "graded"} == {
-        "malformed": "ungradable", "crash": "ungradable"}
-    expected = {"solution": "6", "untouched": "0", "partial": "3", "syntax": "4", "exception": "4", "loop": "4",
-                "deleted": "5", "reordered": "5", "edited": "4", "malformed": "0", "wrongname": "6", "crash": "0"}
+        "malformed": "ungradable"}
+    expected = {"solution": "6", "untouched": "0", "partial": "4", "swallow": "2", "duplicated": "6", "syntax": "4", "exception": "4", "loop": "4",
+                "deleted": "5", "reordered": "5", "edited": "4", "malformed": "0", "wrongname": "6", "crash": "5",
+                **{cheat: "0" for cheat in CHEATS}}
     assert got == {s: (AID, score, "6") for s, score in expected.items()}
     with open(out / "messages.csv", newline="", encoding="utf-8") as fh:
         messages = list(csv.reader(fh))
@@ -191,7 +285,7 @@ def test_grades_csv_and_feedback(cohort):
     bad = [m for m in messages if m[0] == "malformed"]
     assert len(bad) == 1 and bad[0][3].startswith(f"{AID}.ipynb is not valid notebook JSON"), bad
     assert ["syntax", AID, "ex1_total_lag"] in [m[:3] for m in messages], "a failing exercise's hint is listed"
-    for student in expected.keys() - {"malformed", "crash"}:
+    for student in expected.keys() - {"malformed"}:
         page = out / "feedback" / student / f"{AID}.html"
         assert page.is_file(), f"no feedback page for {student}"
         text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
@@ -214,10 +308,10 @@ def test_check_cli_prints_table_and_leaves_file_alone(released, tmp_path, bootst
     done = _run("check", str(path), "--timeout", str(TIMEOUT * 3), "--results", str(tmp_path / "results"))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
-    assert lines[-1] == "score: 3 / 6", done.stdout
+    assert lines[-1] == "score: 4 / 6", done.stdout
     assert any(ln.startswith("exercise") and "points" in ln and "status" in ln and "hint" in ln for ln in lines)
     row = next(ln for ln in lines if ln.startswith("ex2_end_offsets"))
-    assert "0/2" in row and "❌ ex2_end_offsets_values" in row, row
+    assert "1/2" in row and "partial" in row and "❌ ex2_end_offsets_values" in row, row
     assert (tmp_path / "results" / f"{AID}.html").is_file()
     assert f"feedback: {tmp_path / 'results' / f'{AID}.html'}" in done.stdout
     assert (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns) == before, \
@@ -231,6 +325,19 @@ def test_check_from_a_notebook_call(capsys, bootstrap):
     code = grader.check(SOLUTION, timeout=TIMEOUT * 3, source=FIXTURES)
     out = capsys.readouterr().out
     assert code == 0 and out.strip().splitlines()[-1] == "score: 6 / 6", out
+
+
+def test_another_module_or_an_empty_notebook_is_named(tmp_path):
+    """No kernel starts for these: one line says what the file is and what to do."""
+    other = tmp_path / "00-setup.ipynb"
+    other.write_bytes((ROOT / "notebooks" / "01-source-internals" / "01-source-internals.ipynb").read_bytes())
+    done = subprocess.run([sys.executable, "-m", "grader", "check", str(other)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and "it looks like 01-source-internals.ipynb" in done.stderr, done.stderr
+    empty = tmp_path / f"{AID}.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(), empty)
+    done = _run("check", str(empty))
+    assert done.returncode == 2 and "has no cells" in done.stderr and "restore it" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("name, content, needle", [

@@ -78,3 +78,26 @@ def test_leak_scan_catches_each_kind(tmp_path, leak, kind):
     assert found and all(f.startswith("fx-basics/fx-basics.ipynb: contains") for f in found), found
     assert any(kind in f for f in found), found
     assert ("fx-basics", 'q1 = "b"') in secrets(FIXTURES)
+
+
+def test_student_distribution_has_no_solutions_and_says_so(tmp_path):
+    """`grader distribute` copies the course without solutions/ or tests; its check explains, not crashes."""
+    import subprocess
+    import sys
+
+    from grader.leaks import find_leaks
+
+    out = tmp_path / "course"
+    done = subprocess.run([sys.executable, "-m", "grader", "distribute", str(out)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not (out / "solutions").exists() and not (out / "tests").exists() and (out / "notebooks").is_dir()
+    assert (out / "Makefile").is_file() and (out / "streamlab" / "__init__.py").is_file()
+    # The library's own code (the offline engine) implements what some exercises ask for; that is public. What
+    # must not travel is the solutions and the hidden tests: no such folder, no such text in the notebooks.
+    assert not find_leaks(out / "notebooks"), find_leaks(out / "notebooks")[:3]
+    assert not [p for p in out.rglob("*.ipynb") if "notebooks" not in p.parts], "a notebook outside notebooks/"
+    checked = subprocess.run([sys.executable, "-m", "grader", "check",
+                              str(out / "notebooks" / "00-setup" / "00-setup.ipynb")],
+                             cwd=out, capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 2 and "no hidden tests" in checked.stderr, checked.stderr
