@@ -47,6 +47,12 @@ def main(argv: list[str] | None = None) -> int:
 
             read_submission(args.notebook, args.assignment, args.source.resolve())  # fail fast, one line
             print(f"checking {args.notebook} with the hidden tests (your file is not changed) …", flush=True)
+            if not os.environ.get("STREAMLAB_JUST_SAVED"):
+                from .notebook import unsaved_warning
+
+                warning = unsaved_warning(args.notebook)
+                if warning:
+                    print(f"warning: {warning}", flush=True)
             result = check(args.notebook, args.assignment, args.timeout, args.results, args.source.resolve(),
                            seed=args.seed)
             print(table(result))

@@ -239,11 +239,12 @@ def looks_like(submitted, source: Path) -> str | None:
     ids = {gid for gid in map(_grade_id, submitted.cells) if gid}
     if not ids:
         return None
-    best, overlap = None, 0
+    best, score = None, 0.0
     for aid in assignments(source):
-        theirs = {_grade_id(c) for c in nbformat.read(source / aid / f"{aid}.ipynb", as_version=4).cells}
-        if len(ids & theirs) > overlap:
-            best, overlap = aid, len(ids & theirs)
+        theirs = {_grade_id(c) for c in nbformat.read(source / aid / f"{aid}.ipynb", as_version=4).cells} - {None}
+        similarity = len(ids & theirs) / len(ids | theirs)  # q1_answer alone is in every module
+        if similarity > score:
+            best, score = aid, similarity
     return best
 
 
@@ -311,9 +312,10 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
         released = nbformat.read(root / "release" / aid / f"{aid}.ipynb", as_version=4)
         original = nbformat.read(source / aid / f"{aid}.ipynb", as_version=4)
         graded_ids = {_grade_id(c) for c in released.cells if _grade_id(c)}
-        if not graded_ids & {_grade_id(c) for c in submitted.cells}:
-            other = looks_like(submitted, source)
-            raise GraderError(f"{path.name} holds none of {aid}'s exercises" + (
+        present = graded_ids & {_grade_id(c) for c in submitted.cells}
+        other = looks_like(submitted, source) if len(present) < len(graded_ids) / 2 else None
+        if not present or (other and other != aid):
+            raise GraderError(f"{path.name} holds {len(present)} of {aid}'s {len(graded_ids)} graded cells" + (
                 f"; it looks like {other}.ipynb: grade it as that (--assignment {other})" if other and other != aid
                 else f": restore it from notebooks/{aid}/"))
         per_cell, general = structure_notes(submitted, released, original)

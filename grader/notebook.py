@@ -50,7 +50,8 @@ def check(target: str | os.PathLike | None = None, timeout: int | None = None,
     cmd = [sys.executable, "-m", "grader"] + (["--source", str(source)] if source else []) + ["check", str(path)]
     if timeout:
         cmd += ["--timeout", str(timeout)]
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    env = {**os.environ, "STREAMLAB_JUST_SAVED": "1"} if not _announce else None
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     print(done.stdout.split("\n", 1)[-1].rstrip() if done.returncode == 0 else "", end="")
     if done.returncode != 0:
         print("⚠️  " + (done.stderr.strip().splitlines() or ["the grader failed"])[-1].removeprefix("error: "))
@@ -152,3 +153,38 @@ def timing(notebook: str | os.PathLike, timeout: int | None = None,
     cmd += ["--timeout", str(timeout)] if timeout else []
     subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     return plain, time.monotonic() - started
+
+
+def unsaved_warning(path: Path) -> str | None:
+    """A warning when `path` is open in a running JupyterLab whose kernel ran cells after the file was saved."""
+    import json
+    import urllib.request
+    from datetime import datetime
+
+    try:
+        from jupyter_server.serverapp import list_running_servers
+    except ImportError:
+        return None
+    path = Path(path).resolve()
+    saved = path.stat().st_mtime
+    for server in list_running_servers():
+        root = Path(server.get("root_dir") or server.get("notebook_dir") or "/")
+        url = f"{server['url'].rstrip('/')}/api/sessions?token={server.get('token', '')}"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as reply:  # noqa: S310 - a local server of the learner's
+                sessions = json.load(reply)
+        except Exception:  # a stale runtime file or a server that does not answer: nothing to say
+            continue
+        for session in sessions:
+            if (root / session.get("path", "")).resolve() != path:
+                continue
+            active = (session.get("kernel") or {}).get("last_activity")
+            if not active:
+                continue
+            ran = datetime.fromisoformat(active.replace("Z", "+00:00")).timestamp()
+            if ran > saved + 5:
+                when = lambda t: datetime.fromtimestamp(t).strftime("%H:%M:%S")  # noqa: E731
+                return (f"{path.name} is open in JupyterLab and its kernel ran cells at {when(ran)}, after the file "
+                        f"was last saved ({when(saved)}): save it (Ctrl-S) to grade your latest answers — this grades "
+                        "the saved copy")
+    return None

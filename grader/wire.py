@@ -79,6 +79,9 @@ class __StreamlabAgent:
         if isinstance(x, dict):
             return {"$d": [[self.enc(k, path, depth + 1), self.enc(v, path + [["k", k]], depth + 1)]
                            for k, v in x.items()]}
+        bound = getattr(x, "__self__", None)
+        if callable(x) and bound is not None and not isinstance(bound, self._types.ModuleType):
+            return {"$fn": path}  # a method of one of the notebook's objects: call it there
         origin = self.trusted_origin(x) if isinstance(x, type) or callable(x) else None
         if origin:
             return {"$imp": origin}

@@ -67,8 +67,11 @@ def lab(tmp_path_factory, bootstrap):
 
     # The learner's lab as `make lab` configures it (nbgrader's instructor panels off).
     # Its own workspace folder: the learner config keeps workspaces, and an earlier run's tabs must not reopen.
+    venv_bin = str(Path(sys.executable).parent)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(_learner_jupyter_config()),
-               JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"))
+               JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"),
+               # as `make lab` gives its terminals the course's environment
+               VIRTUAL_ENV=str(Path(venv_bin).parent), PATH=venv_bin + os.pathsep + os.environ.get("PATH", ""))
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
@@ -182,7 +185,7 @@ def test_check_button_saves_and_grades_the_open_notebook(lab):
             const app = window.jupyterapp, panel = ({find})(), nb = panel.content;
             await panel.sessionContext.ready;
             const answer = nb.widgets.find(c => /^cap = None/.test(c.model.sharedModel.getSource()));
-            answer.model.sharedModel.setSource('cap = 750');
+            answer.model.sharedModel.setSource('cap = ex1_records // ex1_batches');
             app.shell.activateById(panel.id);
             nb.activeCellIndex = nb.widgets.length - 1;
             await app.commands.execute('notebook:run-cell');
@@ -194,3 +197,23 @@ def test_check_button_saves_and_grades_the_open_notebook(lab):
     assert "Saved 00-setup.ipynb" in text, "the check did not save the open notebook"
     assert "score: 2 / 3" in text, f"the unsaved answer was not graded: {text[-1500:]}"
     assert "ex1_four_batches" in text and "✅ passed" in text
+
+
+def test_readme_check_command_in_jupyterlab_terminal(lab):
+    """The README's command for JupyterLab's terminal (which opens in notebooks/) grades a notebook there."""
+    base, token = lab
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = f"python -m grader check {CHECKED}/{CHECKED}.ipynb"
+    assert command in readme, "the README no longer gives the terminal command this test runs"
+    with _notebook_page(base, token, CHECKED, "terminal-failure.png") as page:
+        page.evaluate("async () => { await window.jupyterapp.commands.execute('terminal:create-new'); }")
+        page.locator(".xterm-helper-textarea").first.wait_for(state="attached", timeout=60_000)
+        page.locator(".xterm-helper-textarea").first.focus()
+        page.keyboard.type(command + "\n", delay=10)
+        page.wait_for_function("() => /score: \\S+ \\/ \\S+/.test("
+                               "Array.from(document.querySelectorAll('.xterm-rows')).map(e => e.innerText).join(''))",
+                               timeout=300_000)
+        page.screenshot(path=str(RESULTS / "terminal-check.png"))
+        text = page.evaluate("() => Array.from(document.querySelectorAll('.xterm-rows')).map(e => e.innerText).join('')")
+    assert "No module named" not in text and "error:" not in text, text[-1500:]
+    assert "ex1_four_batches" in text and "score:" in text
