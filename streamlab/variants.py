@@ -120,6 +120,11 @@ class Variant:
         """`k` different items of `options`, in drawn order."""
         return self.rng(key).sample(list(options), k)
 
+    def numbers(self, prefix: str, **ranges) -> dict:
+        """Several whole numbers at once: numbers("q4", end=(3000, 6000, 100)) -> {"end": 4700}, each drawn as
+        randint(f"{prefix}.{name}", low, high[, step])."""
+        return {name: self.randint(f"{prefix}.{name}", *spec) for name, spec in ranges.items()}
+
     def uniform(self, key: str, low: float, high: float, digits: int = 2) -> float:
         """A number from low to high, rounded to `digits` decimals."""
         return round(self.rng(key).uniform(low, high), digits)
