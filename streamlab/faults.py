@@ -43,8 +43,11 @@ def plan(crashes: int, rounds: int, seed: int = 0, points=POINTS) -> dict[int, l
     """{round: [crash points]}: `crashes` crashes spread over `rounds` rounds at random points (seeded)."""
     rng = random.Random(seed)
     out: dict[int, list[str]] = {r: [] for r in range(rounds)}
-    for _ in range(crashes):
-        out[rng.randrange(rounds)].append(rng.choice(list(points)))
+    points = list(points)
+    # every point at least once when there are enough crashes, the rest at random
+    chosen = points[:crashes] + [rng.choice(points) for _ in range(crashes - len(points))]
+    for point in chosen:
+        out[rng.randrange(rounds)].append(point)
     # In life-cycle order within a round: after an "after write" the replayed batch may be skipped by the sink
     # (that is its exactly-once mechanism), and a crash planned inside it could not happen.
     order = {p: i for i, p in enumerate(POINTS)}
@@ -268,6 +271,12 @@ class CrashTest:
                 on_round(self)
         return self.tallies()
 
+    def close(self) -> None:
+        """Close what the sinks hold open (the transactional producers); their destinations stay readable."""
+        for run in self.runs.values():
+            if hasattr(run.sink, "close"):
+                run.sink.close()
+
     def tallies(self) -> dict:
         """{sink name: {'crashes', 'runs', 'written', 'duplicated', 'lost'}}, counted from each destination."""
         sent = range(self.sent)
@@ -283,6 +292,155 @@ class CrashTest:
                              for name, run in self.runs.items() for c in run.crashes])
 
 
+def crash_one(spark, sink, source_topic: str, chunk: int, crashes: int, rounds: int = 3, seed: int = 0,
+              points=POINTS) -> dict:
+    """Crash-test one sink on a fresh run: its tally, plus 'error' (None, or why the sink itself failed)."""
+    test = CrashTest(spark, {"sink": sink}, source_topic, chunk=chunk)
+    try:
+        test.run(crashes, rounds, seed=seed, points=points)
+        error = None
+    except Exception as exc:
+        from .replay import short_error
+
+        error = short_error(exc)
+    try:
+        counts = test.tallies()["sink"]
+    except Exception as exc:
+        counts = {"crashes": 0, "runs": 0, "written": 0, "duplicated": 0, "lost": 0}
+        error = error or f"could not count: {exc}"
+    test.close()
+    return {**counts, "sent": test.sent, "error": error,
+            "points": sorted({c.point for c in test.runs["sink"].crashes if c.happened})}
+
+
+def causes(error: BaseException | str) -> list[str]:
+    """The distinct 'Caused by' and 'Suppressed' exception lines of a JVM error, innermost last, without stack frames
+    (a failed Spark job says what went wrong there, not in its first line)."""
+    import re
+
+    found = []
+    for line in str(error).splitlines():
+        match = re.match(r"^\s*(?:Caused by|Suppressed): ([\w.$]+(?:Exception|Error): .*)$", line)
+        if match:
+            text = re.sub(r"^(?:[a-z]\w*\.)+(?=[A-Z])", "", match.group(1))  # the class name without its package
+            if text not in found:
+                found.append(text)
+    return found
+
+
 def elapsed(start: float) -> str:
     """Seconds since `start` (time.monotonic()), for a one-line report."""
     return f"{time.monotonic() - start:.1f} s"
+
+
+# -- the live panel ------------------------------------------------------------------------------------------------
+
+COLORS = {"written": "#55a868", "duplicated": "#dd8452", "lost": "#c44e52"}
+
+
+def tally_figure(counts: dict, title: str = "", width: float = 8.5, height: float = 3.4):
+    """Grouped bars per sink: records written once, extra copies, records lost; the crashes under each name."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height))
+    ax = fig.add_subplot()
+    names = list(counts)
+    for i, kind in enumerate(("written", "duplicated", "lost")):
+        xs = [n + (i - 1) * 0.26 for n in range(len(names))]
+        ys = [counts[name].get(kind, 0) for name in names]
+        bars = ax.bar(xs, ys, width=0.26, color=COLORS[kind], label=kind)
+        for bar, y in zip(bars, ys):
+            ax.annotate(str(y), (bar.get_x() + bar.get_width() / 2, y), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(names)), [f"{n}\n{counts[n].get('crashes', 0)} crashes, {counts[n].get('runs', 0)} runs"
+                                      for n in names], fontsize=8)
+    ax.set_ylabel("records (counted at the destination)")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.set_title(title, fontsize=10)
+    ax.margins(y=0.15)
+    return fig
+
+
+class CrashPanel:
+    """Sliders for how many crashes each sink takes and where in the batch they land; a run button; the tally of
+    each sink side by side, redrawn after every round.
+
+    Every run starts from scratch: a fresh source topic, fresh destinations and checkpoints (`make_sinks()`).
+    `run()` from a cell runs with the sliders' values and leaves a static chart for saved notebooks; the button does
+    the same from the browser between cells.
+    """
+
+    def __init__(self, spark, make_sinks, crashes: int = 10, rounds: int = 3, chunk: int = 40, point: str = "random",
+                 seed: int = 0):
+        import ipywidgets as W
+
+        from .widgets import slider
+
+        self.spark, self.make_sinks, self.seed = spark, make_sinks, seed
+        self.crashes = slider("crashes per sink", crashes, 0, 20)
+        self.rounds = slider("rounds (× chunk records)", rounds, 1, 6)
+        self.chunk = chunk
+        self.point = W.Dropdown(options=["random", *POINTS], value=point, description="crash point",
+                                style={"description_width": "160px"})
+        self.button = W.Button(description="run", icon="play", layout=W.Layout(width="120px"))
+        self.readout = W.HTML("<code>not run yet</code>")
+        self.image = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        self.button.on_click(lambda _: self._clicked())
+        self.box = W.VBox([self.crashes, self.rounds, self.point, W.HBox([self.button, self.readout]), self.image])
+        self.test: CrashTest | None = None
+        self.counts: dict = {}
+
+    def show(self) -> None:
+        """Display the controls and the chart."""
+        from IPython.display import display
+
+        display(self.box)
+
+    def _clicked(self) -> None:
+        try:
+            self.run(static=False)
+        except Exception as exc:  # shown in the widget: a callback's exception would otherwise be lost
+            from .replay import short_error
+
+            self.readout.value = f"<b>failed:</b> {short_error(exc)}"
+
+    def run(self, static: bool = True):
+        """Run with the controls' values; returns the tallies as a DataFrame (and shows a static chart)."""
+        import pandas as pd
+        from IPython.display import Image, display
+
+        from .lab import new_topic
+
+        started = time.monotonic()
+        source = new_topic("crash-source", partitions=2)
+        self.test = CrashTest(self.spark, self.make_sinks(), source, chunk=self.chunk)
+        points = POINTS if self.point.value == "random" else (self.point.value,)
+        rounds, crashes = self.rounds.value, self.crashes.value
+
+        def redraw(test: CrashTest) -> None:
+            self.counts = test.tallies()
+            self.readout.value = (f"<code>round {test.rounds}/{rounds} · {test.sent} records sent · "
+                                  f"{elapsed(started)}</code>")
+            self.image.value = _png(tally_figure(self.counts, self.title(rounds, crashes)))
+
+        self.readout.value = "<code>running …</code>"
+        try:
+            self.test.run(crashes, rounds, seed=self.seed, points=points, on_round=redraw)
+        finally:
+            self.test.close()
+        self.readout.value = self.readout.value.replace("</code>", " · done</code>")
+        if static:
+            display(Image(self.image.value))
+        return pd.DataFrame(self.counts).T
+
+    def title(self, rounds: int, crashes: int) -> str:
+        """The chart's title for a run."""
+        where = "random points" if self.point.value == "random" else self.point.value
+        return f"{rounds * self.chunk} records, {crashes} crashes per sink at {where}"
+
+
+def _png(fig) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
+    return buf.getvalue()

@@ -32,8 +32,10 @@ def source_frame(spark, topic: str, bootstrap: str | None = None):
             .selectExpr("topic", "partition", "offset", "cast(cast(value AS string) AS long) AS id"))
 
 
-def read_topic(topic: str, bootstrap: str | None = None, committed: bool = False, timeout: float = 30.0) -> list:
-    """Every record of `topic` as (partition, offset, value bytes), read with kafka-python from the beginning.
+def read_topic(topic: str, bootstrap: str | None = None, committed: bool = False, timeout: float = 30.0,
+               keys: bool = False) -> list:
+    """Every record of `topic` as (partition, offset, value bytes), read with kafka-python from the beginning
+    ((partition, offset, key, value) with `keys=True`).
 
     `committed=True` reads with isolation_level=read_committed: records of aborted transactions are skipped.
     """
@@ -55,7 +57,8 @@ def read_topic(topic: str, bootstrap: str | None = None, committed: bool = False
             if time.monotonic() > deadline:
                 raise TimeoutError(f"could not read {topic} to its end within {timeout:.0f} s")
             for records in consumer.poll(timeout_ms=300).values():
-                out.extend((r.partition, r.offset, r.value) for r in records)
+                out.extend((r.partition, r.offset, r.key, r.value) if keys else (r.partition, r.offset, r.value)
+                           for r in records)
         return out
     finally:
         consumer.close()
@@ -355,3 +358,28 @@ class TransactionalKafkaSink:
         from .replay import delete_group
 
         delete_group(self.ledger)
+
+
+def topic_family(prefix: str, suffixes, partitions: int = 1) -> tuple[str, dict]:
+    """Topics `<base>-<suffix>` for a fan-out (base made unique), deleted by cleanup(); returns (base, {suffix: name})."""
+    from . import lab, topics
+
+    base = topics.unique_name(prefix)
+    made = {}
+    for suffix in suffixes:
+        name = topics.create_topic(f"{base}-{suffix}", partitions, lab._bootstrap[0] if lab._bootstrap else None)
+        lab._made_topics.append(name)
+        made[suffix] = name
+    return base, made
+
+
+def four_sinks(label_prefix: str = "lab") -> dict:
+    """The plain Kafka sink and the three exactly-once ones, each with a fresh destination (cleaned up by cleanup())."""
+    import streamlab
+
+    folder = streamlab.new_checkpoint(f"{label_prefix}-sinks")
+    transactional = streamlab.new_topic(f"{label_prefix}-tx", partitions=2)
+    return {"plain Kafka": KafkaSink(streamlab.new_topic(f"{label_prefix}-plain", partitions=2)),
+            "SQLite upsert": SqliteSink(f"{folder}/sink.db"),
+            "Kafka transactions": TransactionalKafkaSink(transactional, f"streamlab-{transactional}"),
+            "file sink": FileSink(f"{folder}/files")}
