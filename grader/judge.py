@@ -92,13 +92,21 @@ def free_names(source: str) -> tuple[list[str], set[str]]:
             (bound.add(node.id) if isinstance(node.ctx, (ast.Store, ast.Del)) else loads.append(node.id))
         elif isinstance(node, ast.ExceptHandler) and node.name:
             bound.add(node.name)
+    def module_level(node):
+        """The node and what it contains, except the bodies of functions, classes and lambdas."""
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return
+        for child in ast.iter_child_nodes(node):
+            yield from module_level(child)
+
     for node in tree.body:
-        for sub in ast.walk(node):
+        for sub in module_level(node):
             if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                 top.add(sub.id)
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             top.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             top.add(node.name)
     free = [n for n in dict.fromkeys(loads) if n not in bound and not hasattr(builtins, n)]
     return free, top

@@ -11,8 +11,11 @@ Tags: {"$f": "inf"} floats json cannot hold, {"$l": [...]} list, {"$t": [...]} t
 """
 from __future__ import annotations
 
+import datetime
+import decimal
 import json
 import math
+import uuid
 
 AGENT_NAME = "__streamlab_agent__"
 
@@ -149,6 +152,10 @@ def encode(value, ref=None):
         return value if math.isfinite(value) else {"$f": repr(value)}
     if ref is not None and ref(value) is not None:
         return {"$ref": ref(value)}
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return encode(value.item(), ref)
+    if isinstance(value, (uuid.UUID, datetime.date, datetime.time, decimal.Decimal)):
+        return str(value)  # as Spark's progress events give them in JSON
     if isinstance(value, list):
         return {"$l": [encode(v, ref) for v in value]}
     if isinstance(value, tuple):
