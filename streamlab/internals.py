@@ -1,5 +1,5 @@
 """Module 1 (Kafka source internals): trace which task read which offsets, ask the broker about consumer groups,
-send hand-made records, and a live demo of partitions → tasks.
+and send hand-made records. (The live demo of partitions → tasks is `streamlab.demo.LiveDemo` with a tasks chart.)
 
 The tracing runs a real query (`trigger(availableNow=True)`, foreachBatch) and, per micro-batch, records how many
 Spark partitions (= tasks of the stage that reads Kafka) the batch has and which Kafka offsets each task read,
@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
-from dataclasses import dataclass, fields, field
+from dataclasses import dataclass, field
 
 from .lab import new_checkpoint
 from .broker import ensure_broker
+# consumer groups live in streamlab.groups; module 1's cells call them as internals.<name>
+from .groups import consume_and_commit, consumer_groups, delete_group  # noqa: F401
 
 _TRACES: dict = {}  # options JSON -> Trace, so several test cells can look at one run
 
@@ -232,30 +233,7 @@ def _run_collect(spark, opts: dict, transform, timeout: float) -> Collected:
     return result
 
 
-# -- consumer groups ---------------------------------------------------------------------------------------
-
-def consumer_groups(bootstrap: str | None = None):
-    """Every consumer group the broker knows, with its committed offsets (as `kafka-consumer-groups --describe`)."""
-    import pandas as pd
-
-    from .topics import admin
-
-    client = admin(bootstrap)
-    try:
-        rows = []
-        for group in client.list_groups():
-            gid = group["group_id"]
-            committed = client.list_group_offsets(gid).get(gid, {})
-            if not committed:
-                rows.append({"group": gid, "state": group.get("group_state"), "topic": None, "partition": None,
-                             "committed_offset": None})
-            for tp, meta in sorted(committed.items()):
-                rows.append({"group": gid, "state": group.get("group_state"), "topic": tp.topic,
-                             "partition": tp.partition, "committed_offset": meta.offset})
-        return pd.DataFrame(rows, columns=["group", "state", "topic", "partition", "committed_offset"])
-    finally:
-        client.close()
-
+# -- Spark's own group ids ---------------------------------------------------------------------------------
 
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 _SPARK_GROUP = re.compile(rf"^(?P<prefix>.+?)-(?P<uuid>{_UUID})(?:-(?P<hash>-?\d+))?(?P<role>-executor|-driver)?$")
@@ -332,37 +310,6 @@ def driver_groups(spark, bootstrap: str | None = None):
     return groups[keep].reset_index(drop=True)
 
 
-def consume_and_commit(topic: str, group: str, bootstrap: str | None = None, timeout: float = 10.0) -> int:
-    """Read `topic` to its end as a plain Kafka consumer in `group` (subscribe, poll, commit); return records read."""
-    from kafka import KafkaConsumer
-
-    from .topics import describe_topic
-
-    total = sum(last for _, last in describe_topic(topic, bootstrap).values())
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap or ensure_broker(), group_id=group,
-                             auto_offset_reset="earliest", enable_auto_commit=False)
-    read, deadline = 0, time.monotonic() + timeout
-    try:
-        while read < total and time.monotonic() < deadline:
-            read += sum(len(batch) for batch in consumer.poll(timeout_ms=500).values())
-        consumer.commit()  # what Spark never does
-    finally:
-        consumer.close()
-    return read
-
-
-def delete_group(group: str, bootstrap: str | None = None) -> None:
-    """Delete a consumer group (and its committed offsets) from the broker; a missing group is ignored."""
-    from .topics import admin
-
-    client = admin(bootstrap)
-    try:
-        if any(g["group_id"] == group for g in client.list_groups()):
-            client.delete_groups([group])
-    finally:
-        client.close()
-
-
 # -- hand-made records -------------------------------------------------------------------------------------
 
 def send(topic: str, records, bootstrap: str | None = None) -> int:
@@ -383,283 +330,6 @@ def send(topic: str, records, bootstrap: str | None = None) -> int:
         return len(futures)
     finally:
         producer.close(timeout=10)
-
-
-def stop_between_batches(query, timeout: float = 2.0) -> None:
-    """Stop a query once its current trigger has finished (cancelling a running batch logs Spark errors)."""
-    deadline = time.monotonic() + timeout
-    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
-        time.sleep(0.05)
-    query.stop()
-
-
-def _partition_offsets(value) -> dict:
-    """{partition: offset} of the single topic in a progress offset (a dict or its JSON text)."""
-    if isinstance(value, str):
-        value = json.loads(value) if value.strip().startswith("{") else {}
-    merged = {}
-    for parts in (value or {}).values():
-        merged.update({int(p): int(o) for p, o in parts.items()})
-    return merged
-
-
-# -- the live demo: partitions and minPartitions -> tasks ---------------------------------------------------
-
-@dataclass
-class BatchTasks:
-    """One micro-batch of the demo."""
-
-    batch: int
-    at: float
-    topic_partitions: int
-    min_partitions: int
-    partitions_read: str
-    tasks: int
-    rows: int
-
-
-class PartitionDemo:
-    """A live stream whose topic can grow (partitions slider) and whose minPartitions can change; charts tasks.
-
-    Growing the topic is a real `CreatePartitions` request, picked up by the running query at its next trigger.
-    minPartitions is read when a query starts, so moving it restarts the query on the same checkpoint.
-    `schedule` moves the sliders by itself, counted in batches so the story is the same on a slow machine:
-    [(after this many batches, "partitions" | "min_partitions", value)]. The demo stops `then` batches after the
-    last scheduled move, or `duration` seconds after the first batch (at once if someone moves a slider, the
-    schedule stops and the demo runs for `duration`).
-    """
-
-    def __init__(self, spark, topic: str, rate: int = 200, min_partitions: int = 0, trigger_seconds: float = 1.0,
-                 duration: float = 30.0, schedule=(), then: int = 2, title: str = "tasks per micro-batch"):
-        import ipywidgets as W
-
-        from .topics import partition_count
-        from .widgets import slider
-
-        self.spark, self.topic, self.rate = spark, topic, rate
-        self.bootstrap = ensure_broker()
-        self.partitions = partition_count(topic)
-        self.min_partitions = min_partitions
-        self.trigger_seconds, self.duration, self.title = trigger_seconds, duration, title
-        self.schedule, self.then = sorted(schedule), then
-        self._auto = False  # True while the schedule moves a slider; a move without it is a person's
-        self._manual = False
-        self.history: list[BatchTasks] = []
-        self.sliders = {
-            "partitions": slider("topic partitions", self.partitions, 1, 12),
-            "min_partitions": slider("minPartitions (0 = unset)", min_partitions, 0, 16),
-        }
-        self.sliders["partitions"].observe(self._on_partitions, names="value")
-        self.sliders["min_partitions"].observe(self._on_min_partitions, names="value")
-        self.readout = W.HTML(value="<code>not started</code>")
-        self.image = W.Image(format="png", layout=W.Layout(max_width="100%"))
-        self._lock = threading.RLock()  # the knobs may be moved by the browser and by the schedule at once
-        self._done = threading.Event()
-        self._checkpoint = new_checkpoint("partitions")
-        self._query = self._producer = self._thread = None
-        self._t0 = 0.0
-        self._steps: list[tuple[float, int, int]] = []  # (t, topic partitions, minPartitions) when they changed
-        self._tasks: dict = {}  # batch id -> (tasks, minPartitions, topic partitions, t), set by foreachBatch
-        self._seen: set = set()
-
-    # -- knobs ---------------------------------------------------------------------------------------------
-    def _now(self) -> float:
-        return round(time.monotonic() - self._t0, 2) if self._t0 else 0.0
-
-    def _on_partitions(self, change) -> None:
-        from .topics import add_partitions
-
-        wanted = change["new"]
-        self._manual = self._manual or not self._auto
-        with self._lock:
-            if wanted <= self.partitions:  # Kafka can add partitions, never remove them
-                self.sliders["partitions"].value = self.partitions
-                return
-            add_partitions(self.topic, wanted, self.bootstrap)
-            self.partitions = wanted
-            self._steps.append((self._now(), self.partitions, self.min_partitions))
-            self._restart_producer()
-
-    def _on_min_partitions(self, change) -> None:
-        self._manual = self._manual or not self._auto
-        with self._lock:
-            self.min_partitions = change["new"]
-            self._steps.append((self._now(), self.partitions, self.min_partitions))
-            if self._query is not None:
-                stop_between_batches(self._query)  # minPartitions is read when the query starts
-                self._collect()  # the old query's last batches
-                self._query = self._start_query()
-
-    # -- producer and query --------------------------------------------------------------------------------
-    def _restart_producer(self) -> None:
-        from .producer import BackgroundProducer
-
-        if self._producer is not None:
-            self._producer.stop()
-        # Round-robin over every partition, so each one has new records in every batch.
-        self._producer = BackgroundProducer(self.topic, rate=self.rate, partitions=range(self.partitions),
-                                            bootstrap=self.bootstrap).start()
-
-    def _start_query(self):
-        reader = (self.spark.readStream.format("kafka")
-                  .option("kafka.bootstrap.servers", self.bootstrap)
-                  .option("subscribe", self.topic)
-                  .option("startingOffsets", "latest"))
-        if self.min_partitions:
-            reader = reader.option("minPartitions", self.min_partitions)
-        minimum = self.min_partitions
-
-        def record(batch_df, batch_id):
-            tasks = batch_df.rdd.getNumPartitions()  # the Spark partitions of this batch = its read tasks
-            batch_df.count()  # run those tasks: each fetches its range from the broker
-            self._tasks[batch_id] = (tasks, minimum, self.partitions, self._now())
-
-        return (reader.load().writeStream.foreachBatch(record).option("checkpointLocation", self._checkpoint)
-                .trigger(processingTime=f"{self.trigger_seconds} seconds").start())
-
-    def _collect(self) -> None:
-        # Which partitions each batch read comes from the driver's plan in the progress: end - start > 0.
-        query = self._query
-        if query is None:
-            return
-        for p in query.recentProgress:
-            batch = p["batchId"]
-            if batch in self._seen or batch not in self._tasks or not p["sources"]:
-                continue
-            source = p["sources"][0]
-            start = _partition_offsets(source.get("startOffset"))
-            end = _partition_offsets(source.get("endOffset"))
-            read = sorted(q for q, off in end.items() if off > start.get(q, 0))
-            tasks, minimum, partitions, at = self._tasks[batch]
-            if not tasks:
-                continue
-            self._seen.add(batch)
-            self.history.append(BatchTasks(batch, at, partitions, minimum, ",".join(map(str, read)), tasks,
-                                           int(p["numInputRows"] or 0)))
-
-    # -- drawing -------------------------------------------------------------------------------------------
-    def figure(self):
-        """Tasks per batch as bars, the topic's partitions and minPartitions as steps."""
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=(8, 3.2))
-        ax = fig.add_subplot()
-        if self.history:
-            ax.bar([b.at for b in self.history], [b.tasks for b in self.history], width=0.4, color="#4c72b0",
-                   label="tasks in the batch")
-        if self._steps:  # each knob change, held until the next one and drawn to the end of the demo
-            steps = self._steps + [(self._end(), *self._steps[-1][1:])]
-            xs = [s[0] for s in steps]
-            ax.step(xs, [s[1] for s in steps], where="post", color="#dd8452", linewidth=2,
-                    label="partitions of the topic")
-            ax.step(xs, [s[2] for s in steps], where="post", color="#c44e52", linestyle="--", linewidth=1,
-                    label="minPartitions (0 = unset)")
-        ax.set_xlim(0, self._end() + 0.5)
-        ax.set_ylim(0, max([b.tasks for b in self.history] + [self.partitions, self.min_partitions, 1]) + 2)
-        ax.set_xlabel("seconds since the first batch")
-        ax.set_ylabel("count")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
-        ax.set_title(self.title, fontsize=10)
-        return fig
-
-    def _end(self) -> float:
-        # The chart ends at the last batch (or now), not at the time limit.
-        return max([self._now(), *(b.at for b in self.history), 1.0])
-
-    def _png(self) -> bytes:
-        import io
-
-        buf = io.BytesIO()
-        self.figure().savefig(buf, format="png", dpi=80, bbox_inches="tight")
-        return buf.getvalue()
-
-    # -- life cycle ----------------------------------------------------------------------------------------
-    def _poll(self) -> None:
-        pending = list(self.schedule)
-        started, stop_at = time.monotonic(), None
-        while not self._done.is_set():
-            with self._lock:
-                self._collect()
-            # The clock starts at the first batch: starting a query takes longer on a busy machine.
-            if not self._t0 and (self.history or time.monotonic() - started > 10):
-                self._t0 = time.monotonic()
-            if self._manual:
-                pending, stop_at = [], None  # someone is at the sliders: no more automatic moves
-            while pending and len(self.history) >= pending[0][0]:
-                _, knob, value = pending.pop(0)
-                self._auto = True
-                try:
-                    self.sliders[knob].value = value  # the same path as a move in the browser
-                finally:
-                    self._auto = False
-                if not pending:
-                    stop_at = len(self.history) + self.then
-            last = self.history[-1] if self.history else None
-            now = self._now()
-            self.readout.value = (
-                f"<code>t={now:4.1f}s · topic partitions {self.partitions} · minPartitions "
-                f"{self.min_partitions or 'unset'} · batches {len(self.history)} · last batch "
-                f"{f'{last.tasks} tasks over partitions {last.partitions_read}' if last else '-'}</code>")
-            self.image.value = self._png()
-            if (self._t0 and now >= self.duration) or (stop_at is not None and len(self.history) >= stop_at):
-                break
-            self._done.wait(0.25)
-        self._done.set()
-
-    def start(self) -> None:
-        """Show the sliders and the chart and start producer, query and poller; returns at once.
-
-        The demo runs in the background and stops itself: a kernel applies slider moves only while no cell
-        runs, so waiting belongs in the next cell (wait()).
-        """
-        import ipywidgets as W
-        from IPython.display import display
-
-        self._restart_producer()
-        self._query = self._start_query()
-        self._t0 = 0.0  # set by the poller when the first batch arrives
-        self._steps = [(0.0, self.partitions, self.min_partitions)]
-        stop = W.Button(description="stop demo", icon="stop", layout=W.Layout(width="120px"))
-        stop.on_click(lambda _: self._done.set())
-        display(W.VBox([self.sliders["partitions"], self.sliders["min_partitions"], W.HBox([stop, self.readout]),
-                        self.image]))
-        self._thread = threading.Thread(target=self._run, name="streamlab-partition-demo", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._poll()
-        finally:
-            self._shutdown()
-
-    def _shutdown(self) -> None:
-        with self._lock:
-            if self._query is not None:
-                stop_between_batches(self._query)
-                self._collect()
-                self._query = None
-            if self._producer is not None:
-                self._producer.stop()
-                self._producer = None
-
-    def stop(self) -> None:
-        """Stop the poller, the query and the producer (safe to call twice)."""
-        self._done.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=30)
-        self._shutdown()
-
-    def wait(self):
-        """Wait until the demo has stopped itself, leave a static chart and return the batches as a DataFrame."""
-        import pandas as pd
-        from IPython.display import Image, display
-
-        if self._thread is not None:
-            self._thread.join()
-        self.stop()
-        display(Image(self._png()))
-        # the columns exist even when no batch ran (a starved machine), so later cells can still index them
-        return pd.DataFrame([vars(b) for b in self.history], columns=[f.name for f in fields(BatchTasks)])
 
 
 def collect_records(spark, options, transform=None, *, timeout: float = 60.0) -> dict:

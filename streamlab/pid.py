@@ -135,7 +135,7 @@ def chart(runs: dict, capacity: float | None = None, title: str = "", width: flo
     from IPython.display import Image
     from matplotlib.figure import Figure
 
-    from .widgets import _png
+    from .widgets import png
 
     colors = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3")
     fig = Figure(figsize=(width, height))
@@ -160,7 +160,7 @@ def chart(runs: dict, capacity: float | None = None, title: str = "", width: flo
     bottom.set_xlabel("batch time (s)")
     bottom.set_ylim(bottom=0)
     bottom.legend(fontsize=7, loc="upper left")
-    return Image(_png(fig))
+    return Image(png(fig))
 
 
 def explorer(batches: int = 40, interval_ms: int = 1000, input_rate: int = 2000, cost_ms: float = 1.0,

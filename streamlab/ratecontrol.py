@@ -2,17 +2,15 @@
 
 Structured Streaming has no adaptive rate control: `maxOffsetsPerTrigger` is read when a query starts. A controller
 therefore has to read progress events and restart the query (on the same checkpoint) with a new cap; `ControlledDemo`
-runs exactly that, live.
+(a `streamlab.demo.LiveDemo`) runs exactly that, live.
 """
 from __future__ import annotations
 
-import threading
 import time
-from dataclasses import dataclass, field
 
 from . import lag as _lag
 from .lab import new_checkpoint
-from .monitor import LagDemo
+from .demo import LiveDemo
 
 
 def data_events(events) -> list[dict]:
@@ -107,55 +105,44 @@ def catch_up_run(spark, topic: str, options: dict | None, trigger: dict | None, 
             "error": None if error is None else str(error).splitlines()[0]}
 
 
-@dataclass
-class ControlledDemo(LagDemo):
-    """A LagDemo whose cap is picked by `controller(progress, cap)` after every batch that read data.
+class ControlledDemo(LiveDemo):
+    """A LiveDemo whose cap is picked by `controller(progress, cap)` after every batch that read data.
 
     The controller gets the batch's progress event (a dict) and the cap the query runs with, and returns the next
-    cap. A different cap restarts the query on the same checkpoint (Spark reads the cap only at start); `caps`
-    records (seconds since start, cap) for every change. A controller that raises is not asked again, and its error
-    is kept in `controller_error`.
+    cap. A different cap restarts the query on the same checkpoint (Spark reads the cap only at start), drawn as a
+    restart marker; `caps` records (seconds since start, cap) for every change. A controller that raises is not
+    asked again, and its error is kept in `controller_error`.
     """
 
-    controller: object = None
-    caps: list = field(default_factory=list)
-    controller_error: str | None = None
-
-    def __post_init__(self):
-        super().__post_init__()
+    def __init__(self, spark, topic: str, *, controller=None, **options):
+        super().__init__(spark, topic, **options)
+        self.controller = controller
+        self.caps: list = []
+        self.controller_error: str | None = None
         self._asked = 0
-        self._ask_lock = threading.Lock()
 
     def _apply_script(self, now: float) -> None:
         super()._apply_script(now)
-        if not callable(self.controller) or self.controller_error or self._restart.is_set():
+        if not callable(self.controller) or self.controller_error or self._pending_restart:
             return
-        with self._ask_lock:
-            fresh = self.events[self._asked:]
-            self._asked = len(self.events)
+        fresh, self._asked = self.events[self._asked:], len(self.events)
         for event in fresh:
             if not event.get("numInputRows"):
                 continue
+            cap = self.settings["cap"]
             try:
-                proposed = self.controller(dict(event), self.max_offsets)
-                proposed = int(proposed)
+                proposed = int(self.controller(dict(event), cap))
                 if proposed < 1:
                     raise ValueError(f"a cap must be at least 1, got {proposed}")
             except Exception as exc:  # the learner's controller: keep the demo running, report it
                 self.controller_error = f"{type(exc).__name__}: {exc}"
-                self.warn(f"the controller raised {self.controller_error}; the cap stays at {self.max_offsets}")
+                self.warn(f"the controller raised {self.controller_error}; the cap stays at {cap}")
                 return
-            if proposed != self.max_offsets:
-                self.max_offsets = proposed
+            if proposed != cap:
                 self.caps.append((round(now, 2), proposed))
-                self.chart.marks.append((now, f"cap {proposed}"))
-                self._restart.set()
+                self._auto = True  # the controller's move, not a person's
+                try:
+                    self.set("cap", proposed)
+                finally:
+                    self._auto = False
                 return
-
-    def final_lag(self) -> int:
-        """The broker-measured total lag at the demo's last poll."""
-        return self.samples[-1]["lag"] if self.samples else 0
-
-    def largest_batch(self) -> int:
-        """The largest batch the demo's query read (rows)."""
-        return max((b.rows for b in self.history), default=0)

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 import re
 from contextlib import contextmanager
 from pathlib import Path
 
 from . import checkpoint as ck
-from .broker import ensure_broker
+# consumer groups live in streamlab.groups; module 2's cells and streamlab.sinks call them as replay.<name>
+from .groups import delete_group, group_offsets, reset_group  # noqa: F401
+from .widgets import png
 
 # -- reading checkpoint files -------------------------------------------------------------------------------
 
@@ -105,56 +106,6 @@ def quiet_query_errors(spark):
             log4j.core.config.Configurator.setLevel(name, level)
 
 
-# -- consumer groups (what `kafka-consumer-groups.sh` does) ----------------------------------------------------
-
-
-def _admin():
-    from kafka import KafkaAdminClient
-
-    return KafkaAdminClient(bootstrap_servers=ensure_broker(), client_id="streamlab-replay", request_timeout_ms=10_000)
-
-
-def group_offsets(group: str) -> dict:
-    """{topic: {partition: committed offset}} that Kafka holds for `group` ({} when it committed nothing)."""
-    client = _admin()
-    try:
-        found = client.list_group_offsets({group: None}).get(group, {})
-    finally:
-        client.close()
-    out: dict = {}
-    for tp, meta in sorted(found.items()):
-        out.setdefault(tp.topic, {})[tp.partition] = meta.offset
-    return out
-
-
-def reset_group(group: str, topic: str, to: str = "earliest") -> dict:
-    """Commit `to` ("earliest" or "latest") as `group`'s offsets on every partition of `topic`, like
-    `kafka-consumer-groups --group G --topic T --reset-offsets --to-earliest --execute`; returns them."""
-    from kafka import TopicPartition
-    from kafka.admin import OffsetSpec
-
-    from .topics import describe_topic
-
-    spec = {"earliest": OffsetSpec.EARLIEST, "latest": OffsetSpec.LATEST}[to]
-    client = _admin()
-    try:
-        client.reset_group_offsets(group, {TopicPartition(topic, p): spec for p in describe_topic(topic)})
-    finally:
-        client.close()
-    return group_offsets(group)
-
-
-def delete_group(group: str) -> None:
-    """Delete a consumer group made for a demo (ignored when it does not exist)."""
-    client = _admin()
-    try:
-        client.delete_groups([group])
-    except Exception:
-        pass  # already gone, or never created
-    finally:
-        client.close()
-
-
 # -- widgets ----------------------------------------------------------------------------------------------------
 
 
@@ -165,12 +116,6 @@ def _show(widget, static_html: str) -> None:
     bundle = widget._repr_mimebundle_()
     bundle["text/html"] = static_html
     display(bundle, raw=True)
-
-
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-    return buf.getvalue()
 
 
 def _table(rows: list[dict], columns: list[str]) -> str:
@@ -254,7 +199,7 @@ class CheckpointBrowser:
         """Re-read the files for the slider's batch and redraw (called on every slider move)."""
         batch_id = self.slider.value
         self.files.value = self.describe_batch(batch_id)
-        self.image.value = _png(self.figure(batch_id))
+        self.image.value = png(self.figure(batch_id))
 
     def static_html(self) -> str:
         """What the widget shows now, as plain HTML (for saved notebooks)."""

@@ -15,14 +15,14 @@ def burst_against_fixed_cap(spark, controller, *, normal_cap: int = 800, cost_ms
     batch, the caps it chose and the controller's error, if it raised.
     """
     from .lab import new_topic
-    from .monitor import LagDemo
+    from .demo import LiveDemo
     from .ratecontrol import ControlledDemo
 
     topic = new_topic("scenario", partitions=3)
     common = dict(cost_ms=cost_ms, trigger_seconds=trigger_seconds, duration=duration, controls=())
     with contextlib.redirect_stdout(io.StringIO()):  # the demos' own charts are not part of a check's output
-        fixed = LagDemo(spark, topic, rate=rate, max_offsets=normal_cap, script=[(3, "burst", burst)],
-                        title="fixed cap", **common)
+        fixed = LiveDemo(spark, topic, rate=rate, max_offsets=normal_cap, script=[(3, "burst", burst)],
+                         title="fixed cap", **common)
         controlled = ControlledDemo(spark, topic, rate=0, max_offsets=normal_cap, controller=controller,
                                     title="controller", **common)
         fixed.start()

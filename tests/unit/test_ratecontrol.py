@@ -1,8 +1,6 @@
 """streamlab.ratecontrol without a broker: the cost fit, the batch table, and how ControlledDemo asks its controller."""
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from streamlab import ratecontrol
@@ -30,17 +28,10 @@ def test_batch_table_keeps_data_batches_with_lag():
     assert table.to_dict("records") == [{"batch": 3, "rows": 100, "duration_ms": 300, "lag": 50}]
 
 
-class _Chart:
-    def __init__(self):
-        self.marks = []
-
-
 def bare_demo(controller, events, cap=400):
-    """A ControlledDemo without widgets, broker or Spark: just what _apply_script touches."""
-    demo = ratecontrol.ControlledDemo.__new__(ratecontrol.ControlledDemo)
-    demo.controller, demo.max_offsets, demo.caps, demo.controller_error = controller, cap, [], None
-    demo.events, demo._asked, demo._ask_lock = list(events), 0, threading.Lock()
-    demo._restart, demo.chart, demo.live_from, demo._pending, demo.applied = threading.Event(), _Chart(), None, [], []
+    """A ControlledDemo without widgets, broker or Spark, its events already seen, its first batch behind it."""
+    demo = ratecontrol.ControlledDemo(None, "t", controller=controller, max_offsets=cap, controls=())
+    demo.events, demo.live_from = list(events), 0.0
     demo.warn = lambda message: setattr(demo, "warned", message)
     return demo
 
@@ -48,7 +39,9 @@ def bare_demo(controller, events, cap=400):
 def test_a_new_cap_restarts_once_and_is_recorded():
     demo = bare_demo(lambda progress, cap: 900 if progress["numInputRows"] else cap, [made(0, 10), made(400, 500)])
     demo._apply_script(5.0)
-    assert demo.max_offsets == 900 and demo.caps == [(5.0, 900)] and demo._restart.is_set()
+    assert demo.caps == [(5.0, 900)] and demo._pending_restart == ["cap"] and demo._wanted == {"cap": 900}
+    assert demo.max_offsets == 400, "the cap in force changes when the query restarts"
+    assert not demo._touched, "the controller's move is not a person's"
     demo._apply_script(5.5)  # a restart is pending: the controller is not asked again
     assert demo.caps == [(5.0, 900)]
 
@@ -56,14 +49,14 @@ def test_a_new_cap_restarts_once_and_is_recorded():
 def test_the_same_cap_does_not_restart():
     demo = bare_demo(lambda progress, cap: cap, [made(400, 500)])
     demo._apply_script(1.0)
-    assert not demo._restart.is_set() and demo.caps == []
+    assert not demo._pending_restart and demo.caps == []
 
 
 def test_a_raising_or_bad_controller_is_reported_and_not_asked_again():
     demo = bare_demo(lambda progress, cap: 1 / 0, [made(400, 500)])
     demo._apply_script(1.0)
     assert demo.controller_error.startswith("ZeroDivisionError") and "cap stays at 400" in demo.warned
-    assert demo.max_offsets == 400 and not demo._restart.is_set()
+    assert demo.max_offsets == 400 and not demo._pending_restart
     demo = bare_demo(lambda progress, cap: 0, [made(400, 500)])
     demo._apply_script(1.0)
     assert demo.controller_error.startswith("ValueError")

@@ -1,0 +1,128 @@
+"""streamlab.demo.LiveDemo without a broker or Spark: restart markers, history across restarts, the values in force,
+controls disabled after the end, and the chart rendered headless."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from streamlab.demo import COLUMNS, LiveDemo, compare, figure
+from streamlab.monitor import fake_progress
+
+
+class FakeQuery:
+    """What the demo touches of a StreamingQuery."""
+
+    def __init__(self, events=()):
+        self.recentProgress, self.isActive, self.status, self.stopped = list(events), True, {}, False
+
+    def stop(self):
+        self.isActive, self.stopped = False, True
+
+    def exception(self):
+        return None
+
+
+def event(batch, end, latest, rows=100, ms=400):
+    e = fake_progress(batch, latest, end, topic="t", rows=rows)
+    e.update(inputRowsPerSecond=rows * 1.0, processedRowsPerSecond=rows / ms * 1000)
+    e["durationMs"]["triggerExecution"] = ms
+    return e
+
+
+@pytest.fixture
+def demo(monkeypatch):
+    """A LiveDemo that has 'started': a clock, widgets, a fake query; starting a query makes another fake one."""
+    d = LiveDemo(None, "t", rate=300, max_offsets=500, trigger_seconds=1, controls=("rate", "cap", "trigger", "burst"),
+                 title="test")
+    d._t0, d._wall0 = time.monotonic() - 10, time.time() - 10
+    d._settings["partitions"] = 2
+    d.timeline.append((0.0, d.settings))
+    d._make_widgets()
+    d._query = FakeQuery()
+    made = []
+    monkeypatch.setattr(d, "_start_query", lambda: made.append(FakeQuery()) or made[-1])
+    d.started_queries = made
+    return d
+
+
+def test_a_cap_move_restarts_on_the_same_checkpoint_with_a_marker_and_keeps_history(demo):
+    checkpoint = demo.checkpoint
+    demo.add_event(event(0, {0: 100, 1: 100}, {0: 300, 1: 300}), 1.0, latest={0: 300, 1: 300})
+    demo.add_event(event(1, {0: 350, 1: 350}, {0: 600, 1: 600}, rows=500), 2.0, latest={0: 600, 1: 600})
+    demo._sliders["cap"].value = 2000  # as the browser would
+    assert demo.settings["cap"] == 500, "the cap in force changes only when the query restarts"
+    demo._restart()
+    assert demo.started_queries and demo.checkpoint == checkpoint
+    assert demo.settings["cap"] == 2000 and demo.values["cap"] == 2000 and demo.max_offsets == 2000
+    assert len(demo.restarts) == 1 and "cap 2,000" in demo.restarts[0][1]
+    demo.add_event(event(2, {0: 600, 1: 600}, {0: 600, 1: 600}, rows=500), 3.0, latest={0: 600, 1: 600})
+    frame = demo.batches
+    assert list(frame.columns) == list(COLUMNS)
+    assert frame.batch.tolist() == [0, 1, 2], "the batches before the restart are kept"
+    assert frame.restart.tolist() == [False, False, True]
+    assert frame.run.tolist() == [0, 0, 1]
+    assert frame.cap.tolist() == [500, 500, 2000]
+    assert frame.lag.tolist() == [400, 500, 0]
+    assert [s["cap"] for _, s in demo.timeline] == [500, 2000]
+
+
+def test_a_trigger_move_and_the_rate_are_values_in_force(demo):
+    demo._sliders["trigger"].value = 2500
+    demo._sliders["rate"].value = 900
+    assert demo.settings["rate"] == 900, "the producer rate changes at once"
+    assert demo.settings["trigger_seconds"] == 1.0
+    demo._restart()
+    assert demo.settings["trigger_seconds"] == 2.5 and "trigger 2.5 s" in demo.restarts[0][1]
+
+
+def test_after_the_end_controls_are_disabled_and_nothing_acts(demo):
+    query = demo._query
+    demo._finish()
+    assert demo.ended and query.stopped
+    assert all(w.disabled for w in [*demo._sliders.values(), *demo._buttons])
+    demo.set("cap", 42)
+    demo.burst(10)
+    assert demo._pending_restart == [] and demo.settings["cap"] == 500 and not demo.marks
+    assert "ended" in demo._readout.value
+    demo.stop()  # twice is fine
+
+
+def test_the_script_moves_controls_and_a_person_cancels_it_when_asked(demo):
+    demo.script_until_touched = True
+    demo._pending_script = [(1, "rate", 50), (2, "cap", 100)]
+    demo.add_event(event(0, {0: 100}, {0: 100}), 1.0, latest={0: 100})  # the first batch with data
+    demo._apply_script(demo.live_from + 1.5)
+    assert demo.settings["rate"] == 50 and not demo._touched, "a script move is not a person's"
+    demo._sliders["rate"].value = 700  # a person
+    assert demo._pending_script == [] and demo._touched
+
+
+def test_stop_when_caught_up_follows_the_cap_in_force(demo):
+    demo.stop_when_caught_up = "cap"
+    demo.add_event(event(0, {0: 100}, {0: 100}), 1.0, latest={0: 100})
+    demo.applied.append((1.0, (1, 50)))
+    assert demo._over(5.0, 400) and not demo._over(5.0, 900)
+
+
+def test_the_chart_renders_headless_with_every_panel(demo):
+    demo.add_event(event(0, {0: 100, 1: 100}, {0: 300, 1: 300}), 1.0, latest={0: 300, 1: 300})
+    demo.samples += [{"t": 1.0, "lag": 400, "partitions": {0: 200, 1: 200}}]
+    demo.set("cap", 800)
+    demo._restart()
+    fig = demo.figure()
+    assert len(fig.axes) == 4
+    restart_lines = [line for ax in fig.axes for line in ax.get_lines() if line.get_linestyle() == "--"
+                     and len(set(line.get_xdata())) == 1]
+    assert len(restart_lines) >= 4, "one restart marker on each panel"
+    assert demo.png()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "maxOffsetsPerTrigger 800" in fig._suptitle.get_text(), "the title says the cap in force"
+    assert len(figure({"a": demo, "b": demo}, charts=("rows", "lag", "tasks")).axes) == 3
+    assert compare({"a": demo}).data[:4] == b"\x89PNG"
+
+
+def test_the_readout_is_one_line_the_browser_test_reads(demo):
+    demo.add_event(event(0, {0: 100}, {0: 300}), 1.0, latest={0: 300})
+    demo.samples.append({"t": 1.0, "lag": 200, "partitions": {0: 200}})
+    line = demo.readout(1.0)
+    assert "\n" not in line and "producer 300 rec/s" in line and "batches 1" in line and "lag 200" in line
