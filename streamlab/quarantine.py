@@ -463,7 +463,10 @@ class RoutingDemo:
         for p in self.producers.values():
             p.stop()
         if self._query is not None:
-            stop_between_batches(self._query)
+            # With the producers stopped the query soon idles between triggers. A batch cut short would be re-run
+            # by the final routing run and write its messages twice (the Kafka sink is at-least-once), so wait for
+            # a quiet moment rather than the usual 10 s.
+            stop_between_batches(self._query, timeout=60)
 
     def wait(self):
         """Block until the demo is over, stop it, route what is left, show a static chart, return the batches."""
