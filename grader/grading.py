@@ -267,8 +267,13 @@ def _variant_worked_on(submitted) -> int | None:
     return None
 
 
-def make_sandbox(root: Path, source: Path, hidden: tuple = ()):
-    """The sandbox for one grading run, or None (with the reason) when this machine cannot make one."""
+def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = ()):
+    """The sandbox for one grading run, or None (with the reason) when this machine cannot make one.
+
+    Read-only: the course, the Python installation, the home folder and streamlab's state folder (its jars and
+    the broker's data; only Spark's log file is writable). Not there: the hidden tests, the grader's folders, the
+    other submissions and the results. /tmp is private, holding only this run's `work` folder.
+    """
     import sys
 
     from streamlab.jars import state_dir
@@ -279,11 +284,41 @@ def make_sandbox(root: Path, source: Path, hidden: tuple = ()):
     why = sandbox.available()
     if why:
         return None, why
+    spark_log = state_dir() / "spark.log"
+    spark_log.parent.mkdir(parents=True, exist_ok=True)
+    spark_log.touch()
+    home = Path.home()
     box = sandbox.Sandbox(
-        readonly=[ROOT, Path(sys.prefix), Path(sys.base_prefix)],
-        writable=[state_dir()],
-        hidden=[source, ROOT / "tests", ROOT / ".git", ROOT / "feedback", private_tmp(), root, *hidden])
+        readonly=[ROOT, Path(sys.prefix), Path(sys.base_prefix), state_dir()] + ([home] if home != Path("/") else []),
+        writable=[spark_log],
+        hidden=[source, ROOT / "tests", ROOT / ".git", ROOT / "feedback", private_tmp(), root, *hidden],
+        private_tmp_with=work)
     return box, None
+
+
+def run_in_sandbox(box, job: dict, log: Path) -> dict:
+    """Run one grading job (grader/worker.py) inside `box`; what it returns, or GraderError with its reason."""
+    import subprocess
+    import sys
+
+    read, write = os.pipe()
+    with open(log, "ab") as sink:
+        proc = subprocess.Popen(box.wrap([sys.executable, "-m", "grader.worker", str(write)]), stdin=subprocess.PIPE,
+                                stdout=sink, stderr=sink, pass_fds=(write,), cwd=job["workdir"])
+    os.close(write)
+    with os.fdopen(read, "r", encoding="utf-8") as pipe:
+        proc.stdin.write(json.dumps(job).encode())
+        proc.stdin.close()
+        text = pipe.read()
+    proc.wait()
+    try:
+        result = json.loads(text)
+    except ValueError:
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+        raise GraderError(f"the grading sandbox stopped without an answer ({(tail or ['no log'])[0][:200]})") from None
+    if "error" in result:
+        raise GraderError(f"internal grader error in the sandbox ({result['error']})")
+    return result
 
 
 def grade_notebook(path: str | Path, assignment_id: str | None = None, student: str = DEFAULT_STUDENT,
@@ -295,11 +330,13 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
 
     import nbformat
 
+    from dataclasses import asdict
+
     from .judge import preload
     from .runner import answer_owners, assemble, run, tests_of
+    from .worker import _judge_spark
 
     started = time.monotonic()
-    preload()
     path = Path(path).resolve()
     source = Path(source).resolve()
     aid, submitted = read_submission(path, assignment_id, source)
@@ -326,12 +363,12 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
         if worked_on is not None and worked_on != seed:
             general.append(f"this notebook's saved output shows variant {worked_on}, but yours is {seed}: numbers "
                            "copied from it are not yours (restart the kernel, run all cells and answer again)")
-        box, why = make_sandbox(root, source, hidden)
-        if box is None and require_sandbox:
-            raise GraderError(f"cannot keep the hidden tests out of the learners' reach: {why} "
-                              "(or pass --no-sandbox to grade without that protection)")
         bootstrap = check_environment()
         with tempfile.TemporaryDirectory(prefix="streamlab-grading-") as work:
+            box, why = make_sandbox(root, source, Path(work), hidden)
+            if box is None and require_sandbox:
+                raise GraderError(f"cannot keep the hidden tests out of the learners' reach: {why} "
+                                  "(or pass --no-sandbox to grade without that protection)")
             for extra in (root / "release" / aid).rglob("*"):  # data files released with the notebook
                 dest = Path(work) / extra.relative_to(root / "release" / aid)
                 if extra.is_file() and extra.suffix != ".ipynb":
@@ -339,15 +376,24 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
                     shutil.copyfile(extra, dest)
             # KAFKA_BOOTSTRAP: the kernel uses this broker and never starts one, so a broker lost mid-run stays
             # lost and is reported as the machine's fault instead of being quietly replaced.
+            private = {"IPYTHONDIR": f"{work}/.ipython", "MPLCONFIGDIR": f"{work}/.matplotlib",
+                       "JUPYTER_RUNTIME_DIR": f"{work}/.runtime"} if box is not None else {}
             with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1", KAFKA_BOOTSTRAP=bootstrap,
-                        STREAMLAB_SEED=str(seed), STREAMLAB_ASSIGNMENT=aid), stderr_to(root / "kernel.log"):
-                outcome = run(graded_nb, tests, owners, Path(work), limit, box, _judge_spark)
+                        STREAMLAB_SEED=str(seed), STREAMLAB_ASSIGNMENT=aid, **private), \
+                    stderr_to(root / "kernel.log"):
+                if box is None:
+                    preload()  # the code files could change while learner code runs: import what checks use now
+                    outcome = run(graded_nb, tests, owners, Path(work), limit, None, _judge_spark)
+                else:
+                    job = {"nb": graded_nb, "tests": {g: asdict(t) for g, t in tests.items()}, "owners": owners,
+                           "workdir": work, "timeout": limit, "kernel_sandbox": True}
+                    outcome = _outcome(run_in_sandbox(box, job, root / "kernel.log"))
         _broker_still_there(bootstrap)
         result.exercises, trailing = collect(outcome, tests, per_cell)
         result.notes = general + [f"after the last test: {t}" for t in trailing]
         if outcome.stopped:
             result.notes.append(outcome.stopped + "; points earned before it are kept")
-        if box is None:
+        if box is None and student != DEFAULT_STUDENT:  # a self-paced learner has the solutions anyway
             result.notes.append(f"graded without a sandbox ({why})")
         result.score = round(sum(e.points for e in result.exercises), 2)
         result.max_score = sum(e.max_points for e in result.exercises)
@@ -357,11 +403,16 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
     return result
 
 
-def _judge_spark():
-    """The grader's own Spark session, for checks that run a query with the learner's options."""
-    import streamlab
+def _outcome(data: dict):
+    """A runner.Run rebuilt from what the sandboxed worker sent back."""
+    import nbformat
 
-    return streamlab.spark()
+    from .judge import Check, Verdict
+    from .runner import Run
+
+    verdicts = {g: Verdict(**{**v, "checks": [Check(**c) for c in v["checks"]]}) for g, v in data["verdicts"].items()}
+    return Run(nbformat.from_dict(data["nb"]), verdicts, data["stopped"],
+               {int(k): v for k, v in data["cell_errors"].items()})
 
 
 @contextmanager

@@ -26,11 +26,14 @@ class Sandbox:
     readonly: list[Path] = field(default_factory=list)
     writable: list[Path] = field(default_factory=list)
     hidden: list[Path] = field(default_factory=list)
+    # A private, empty /tmp holding only this folder (at the same path): runs graded at the same time cannot
+    # reach each other's checkpoints, and nothing a notebook leaves in /tmp outlives its run.
+    private_tmp_with: Path | None = None
 
     def script(self) -> str:
         """The shell commands run in the outer namespace before the kernel starts."""
         lines = ["set -e"]
-        ro = _existing(self.readonly)
+        ro = sorted(_existing(self.readonly), key=lambda p: len(p.parts))  # a parent's bind would hide a child's
         lines += [f"mount --bind {q(p)} {q(p)}" for p in ro]
         lines += [f"mount --bind {q(p)} {q(p)}" for p in _existing(self.writable)]
         lines += [f"mount -o remount,bind,ro {q(p)}" for p in ro]
@@ -40,6 +43,12 @@ class Sandbox:
                 lines.append(f"mount -t tmpfs -o size=64k,mode=755 tmpfs {q(path)}")
             else:
                 lines.append(f"mount --bind /dev/null {q(path)}")
+        if self.private_tmp_with is not None:
+            keep = q(self.private_tmp_with)
+            # The folder is parked outside /tmp while a fresh /tmp is mounted, then put back at its own path.
+            lines += ["stage=$(mktemp -d -p /dev/shm streamlab-stage-XXXXXX)", f'mount --bind {keep} "$stage"',
+                      "mount -t tmpfs -o mode=1777 tmpfs /tmp", f"mkdir -p {keep}", f'mount --bind "$stage" {keep}',
+                      'umount "$stage"', 'rmdir "$stage"']
         lines.append('exec ' + " ".join(INNER) + ' -- "$@"')
         return "\n".join(lines)
 
@@ -75,5 +84,5 @@ def available() -> str | None:
     if done.returncode != 0:
         why = (done.stderr.strip().splitlines() or ["unknown error"])[-1]
         return (f"this machine does not allow unprivileged user namespaces ({why}); on Ubuntu 24.04 run "
-                "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`, or grade in the course's container")
+                "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0` (inside Docker: run the grader on the host)")
     return None

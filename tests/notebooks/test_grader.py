@@ -135,6 +135,14 @@ CHEATS = {
                      "        if os.path.isfile(f):\n            found.append(f)\n"
                      "            print(open(f, errors='ignore').read()[:20000])\n"
                      "print('FOUND', len(found))"),
+    "cheat-plant": ("import os, pathlib\n"
+                    "for target in (pathlib.Path.home() / '.ipython/profile_default/startup/00-planted.py',\n"
+                    f"               pathlib.Path({str(ROOT)!r}) / '.streamlab/jars/planted.jar',\n"
+                    f"               pathlib.Path({str(ROOT)!r}) / 'grader/planted.py',\n"
+                    "               pathlib.Path('/tmp/streamlab-planted-marker')):\n"
+                    "    try:\n        target.parent.mkdir(parents=True, exist_ok=True)\n"
+                    "        target.write_text('print(1)')\n    except OSError as e:\n        print('refused', e)\n"
+                    "def total_lag(*a):\n    return 0"),
     "cheat-linger": ("import subprocess, threading, time\n"
                      "subprocess.Popen(['sleep', '1234'], start_new_session=True)\n"
                      "threading.Thread(target=time.sleep, args=(600,), daemon=False).start()"),
@@ -204,6 +212,13 @@ def test_a_tampering_submission_changes_nothing_for_the_others(cohort):
     results, _ = cohort
     assert results["solution"].score == 6 and results["partial"].score == 4
     assert hashlib.sha256(SOLUTION.read_bytes()).hexdigest() == SOLUTION_SHA, "the answer key was changed"
+
+
+def test_nothing_a_graded_notebook_writes_reaches_the_next_run(cohort):
+    """cheat-plant wrote into the home folder, the jar cache, the grader's code and /tmp: none of it is there."""
+    planted = [Path.home() / ".ipython/profile_default/startup/00-planted.py",
+               ROOT / ".streamlab/jars/planted.jar", ROOT / "grader/planted.py", Path("/tmp/streamlab-planted-marker")]
+    assert not [p for p in planted if p.exists()], "a graded notebook left files outside its sandbox"
 
 
 def test_no_process_outlives_its_grading(cohort):
@@ -430,23 +445,31 @@ def test_a_broker_lost_mid_check_is_not_the_learner_s_fault(tmp_path, monkeypatc
     monkeypatch.delenv("KAFKA_BOOTSTRAP", raising=False)
     monkeypatch.setenv("STREAMLAB_BROKER_PORT", str(port))
     broker.ensure_broker()
-    # A correct notebook with one extra cell after its setup that says "running" and waits for "go": the broker
-    # is stopped in between, so it is lost mid-run whatever the machine's speed.
-    running, go = tmp_path / "running", tmp_path / "go"
+    # A correct notebook with one extra cell after its setup that says "running" (a topic: the graded kernel sees
+    # nothing of this machine's files) and waits until the broker is gone, so it is lost mid-run at any speed.
+    running = f"lost-mid-run-{port}"
     nb = nbformat.read(SOLUTION, as_version=4)
     first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     nb.cells.insert(first + 1, nbformat.v4.new_code_cell(
-        f"import pathlib, time\npathlib.Path({str(running)!r}).touch()\n"
-        f"while not pathlib.Path({str(go)!r}).exists():\n    time.sleep(0.1)"))
+        f"import time\nfrom streamlab import broker, topics\ntopics.create_topic({running!r})\n"
+        "deadline = time.monotonic() + 200\n"
+        "while broker.probe(bootstrap, timeout=1.0) == 'kafka' and time.monotonic() < deadline:\n"
+        "    time.sleep(0.2)"))
     copy = tmp_path / f"{AID}.ipynb"
     nbformat.write(nb, copy)
 
     def lose_the_broker_mid_run():
-        deadline = time.monotonic() + 240
-        while not running.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        from streamlab import topics
+
+        deadline = time.monotonic() + 200
+        while time.monotonic() < deadline:
+            try:
+                if running in topics.list_topics(f"127.0.0.1:{port}"):
+                    break
+            except Exception:
+                pass
+            time.sleep(0.2)
         broker.stop_broker(port=port)
-        go.touch()
 
     killer = threading.Thread(target=lose_the_broker_mid_run, daemon=True)
     killer.start()
@@ -454,7 +477,6 @@ def test_a_broker_lost_mid_check_is_not_the_learner_s_fault(tmp_path, monkeypatc
         with pytest.raises(CouldNotGrade, match="stopped answering during the check.*broker start"):
             grade_notebook(copy, source=FIXTURES, timeout=120)
     finally:
-        go.touch()
         killer.join(timeout=250)
         broker.stop_broker(port=port)
         shutil.rmtree(broker.data_dir(port, "kafka"), ignore_errors=True)
