@@ -80,12 +80,13 @@ def fill(topic: str, per_partition: dict, bootstrap: str | None = None) -> dict:
 
 
 def available_now(spark, topic: str, options: dict | None = None, *, checkpoint: str | None = None,
-                  bootstrap: str | None = None, timeout: float = 90.0) -> dict:
+                  bootstrap: str | None = None, timeout: float = 90.0, trigger: dict | None = None) -> dict:
     """Run `topic` through an availableNow query (extra reader `options`) to its end; what it did, as plain data.
 
     {"checkpoint", "batches": [{"batch", "rows", "partitions": {p: rows}}] for batches that read data,
     "progress": [progress dicts of those batches], "stopped": it ended by itself, "error": text or None,
-    "seconds": wall time}. Pass the `checkpoint` of an earlier run to restart that query.
+    "seconds": wall time}. Pass the `checkpoint` of an earlier run to restart that query, and `trigger`
+    (keyword arguments of `.trigger()`, e.g. {"once": True}) for another trigger that stops by itself.
     """
     from .internals import error_line
     from .monitor import as_dict
@@ -102,7 +103,7 @@ def available_now(spark, topic: str, options: dict | None = None, *, checkpoint:
     try:
         query = (_reader(spark, {"subscribe": topic, **(options or {})}, bootstrap).load()
                  .writeStream.foreachBatch(record).option("checkpointLocation", checkpoint)
-                 .trigger(availableNow=True).start())
+                 .trigger(**(trigger or {"availableNow": True})).start())
     except Exception as exc:
         return {"checkpoint": checkpoint, "batches": [], "progress": [], "stopped": False,
                 "error": error_line(exc), "seconds": 0.0}

@@ -600,8 +600,10 @@ class Interview:
         self.next_button.on_click(lambda _: self.next())
         self.again = W.Button(description="new draw", icon="refresh")
         self.again.on_click(lambda _: self.restart())
-        self._n, self.box = n, W.VBox([self.header, self.body, self.buttons, self.feedback,
-                                        W.HBox([self.next_button, self.again])])
+        self.size = W.IntSlider(value=n, min=1, max=len(pool_ids()), description="questions",
+                                continuous_update=False)
+        self.box = W.VBox([self.header, self.body, self.buttons, self.feedback,
+                           W.HBox([self.next_button, self.again, self.size])])
         self._render()
 
     @property
@@ -662,8 +664,8 @@ class Interview:
             self._render()
 
     def restart(self) -> None:
-        """Draw a fresh set and start again."""
-        self.questions, self.answers, self.index = draw(self._n), {}, 0
+        """Draw a fresh set (as many questions as the slider says) and start again."""
+        self.questions, self.answers, self.index = draw(self.size.value), {}, 0
         self._render()
 
     def scores(self) -> dict:

@@ -129,5 +129,6 @@ def test_the_widget_runs_headless_through_a_whole_draw():
         assert not quiz.answer(q.key), "a question is answered once"
         quiz.next()
     assert quiz.current is None and "score 3/5" in quiz.body.value
+    quiz.size.value = 7
     quiz.restart()
-    assert quiz.index == 0 and quiz.answers == {}
+    assert quiz.index == 0 and quiz.answers == {} and len(quiz.questions) == 7
