@@ -75,8 +75,8 @@ def assemble(submitted, released):
         if gid in rel_cells:
             seen.add(gid)
             if is_test(rel_cells[gid]) or (is_locked(rel_cells[gid]) and not is_answer(rel_cells[gid])):
-                cell = copy.deepcopy(rel_cells[gid])
-        out.append(cell)
+                cell = rel_cells[gid]
+        out.append(copy.deepcopy(cell))  # the submission itself is never changed
     for gid in order:
         if gid in seen or not is_test(rel_cells[gid]):
             continue
