@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from .lab import new_checkpoint
-from .widgets import LiveChart, slider
+from .widgets import LiveChart, png, slider
 
 CORRUPT = "_corrupt"  # the column from_json fills with a message it could not parse
 HEADERS = ("source-topic", "source-partition", "source-offset", "error")
@@ -395,6 +395,8 @@ class RoutingDemo:
         self._thread = None
         self._t0 = 0.0
         self._steps = sorted(self.script)
+        self._handle = None
+        self._stop_button = None
 
     def _on_share(self, change) -> None:
         self.malformed_share = change["new"] / 100
@@ -422,9 +424,12 @@ class RoutingDemo:
                        .writeStream.foreachBatch(self.router)
                        .trigger(processingTime=f"{self.trigger_seconds} seconds")
                        .option("checkpointLocation", self.checkpoint).start())
-        stop = W.Button(description="stop demo", icon="stop", layout=W.Layout(width="120px"))
-        stop.on_click(lambda _: self._done.set())
-        display(W.VBox([*self.sliders.values(), W.HBox([stop, self.readout]), self.chart.image]))
+        self._stop_button = W.Button(description="stop demo", icon="stop", layout=W.Layout(width="120px"))
+        self._stop_button.on_click(lambda _: self._done.set())
+        self.box = W.VBox([*self.sliders.values(), W.HBox([self._stop_button, self.readout]), self.chart.image])
+        bundle = self.box._repr_mimebundle_()
+        bundle["text/plain"] = "RoutingDemo (runs in the background; the next cell waits for it)"
+        self._handle = display(bundle, raw=True, display_id=True)
         self._thread = threading.Thread(target=self._poll, name="streamlab-routing-demo", daemon=True)
         self._thread.start()
 
@@ -469,9 +474,9 @@ class RoutingDemo:
             stop_between_batches(self._query, timeout=60)
 
     def wait(self):
-        """Block until the demo is over, stop it, route what is left, show a static chart, return the batches."""
+        """Block until the demo is over, stop it, route what is left, leave a static chart as the box's saved
+        output (what a headless run or a saved notebook shows), and return one row per batch."""
         import pandas as pd
-        from IPython.display import display
 
         if self._thread is not None:
             self._thread.join()
@@ -480,8 +485,15 @@ class RoutingDemo:
         if error:
             print(f"⚠️ the final routing run failed: {error}")
         self.chart.entries = list(self.router.history)
-        self.readout.value = self.readout.value.replace("</code>", " · stopped</code>")
-        display(self.chart.static())
+        self.readout.value = self.readout.value.replace("</code>", " · ended</code>")
+        for widget in [*self.sliders.values(), self._stop_button]:
+            widget.disabled = True
+        self.chart.redraw()
+        bundle = self.box._repr_mimebundle_()
+        bundle["image/png"] = png(self.chart.figure())
+        bundle.pop("text/plain", None)
+        if self._handle is not None:
+            self._handle.update(bundle, raw=True)
         rows = [{"batch": e["batch"], "at": e["at"],
                  **{f"{self.labels[t]} clean": e["clean"][t] for t in self.schemas},
                  **{f"{self.labels[t]} quarantined": e["quarantined"][t] for t in self.schemas}}
