@@ -429,10 +429,11 @@ class LiveDemo:
         self._run += 1
         self._run_stop = threading.Event()
         self._seen = -1
+        at = self.now()  # before start(): the new query may plan its first batch before start() returns
         self._query = self._start_query()
         changed = [_knob_text(k, self._settings[k]) for k in wanted if self._settings[k] != before[k]]
-        self.restarts.append((self.now(), "restart: " + (", ".join(changed) or "same settings")))
-        self.timeline.append((self.now(), self.settings))
+        self.restarts.append((at, "restart: " + (", ".join(changed) or "same settings")))
+        self.timeline.append((at, self.settings))
 
     def _latest(self) -> dict:
         from kafka import TopicPartition
@@ -605,15 +606,12 @@ class LiveDemo:
         last = self.history[-1] if self.history else None
         sample = self.samples[-1] if self.samples else {"lag": 0, "partitions": {}}
         parts = " / ".join(f"p{k} {v}" for k, v in sample["partitions"].items())
-        sent = self._producer.sent if self._producer is not None else 0
         cap = self._settings["cap"]
         left = self.time_left(now)
-        batch = (f"last batch {last['rows']} rows in {last['duration_ms']} ms · in {last['input_rate']:.0f}/s, "
-                 f"processed {last['process_rate']:.0f}/s") if last else "last batch -"
-        return (f"t={now:5.1f}s · producer {self._settings['rate']} rec/s · sent {sent} · "
-                f"cap {cap if cap else 'none'} · batches {len(self.history)} · {batch} · "
-                f"lag {sample['lag']} ({parts})" + (f" · {left:.0f} s left" if left is not None and not self.ended
-                                                    else ""))
+        batch = f"last batch {last['rows']} rows in {last['duration_ms']} ms" if last else "last batch -"
+        return (f"t={now:5.1f}s · producer {self._settings['rate']} rec/s · cap {cap if cap else 'none'} · "
+                f"batches {len(self.history)} · {batch} · lag {sample['lag']} ({parts})"
+                + (f" · {left:.0f} s left" if left is not None and not self.ended else ""))
 
     def figure(self):
         """Spark UI's charts of this demo on one time axis, as a matplotlib Figure."""
@@ -676,7 +674,7 @@ def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total"
     from matplotlib.figure import Figure
 
     charts = [c for c in charts if c in ("rates", "duration", "rows", "lag", "tasks")] or list(CHARTS)
-    fig = Figure(figsize=(width, 0.4 + 1.75 * len(charts)))
+    fig = Figure(figsize=(width, 0.5 + 1.45 * len(charts)))
     axes = fig.subplots(len(charts), 1, sharex=True, squeeze=False)[:, 0]
     panel = dict(zip(charts, axes))
     origin = min((d._wall0 for d in demos.values() if d._wall0), default=0.0)

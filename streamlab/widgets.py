@@ -22,8 +22,8 @@ def slider(description: str, value: int, lo: int, hi: int, step: int = 1):
     import ipywidgets as W
 
     return W.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
-                       continuous_update=False, style={"description_width": "170px"},
-                       layout=W.Layout(width="430px"))
+                       continuous_update=False, style={"description_width": "210px"},
+                       layout=W.Layout(width="470px"))
 
 
 class LiveChart:
