@@ -55,12 +55,13 @@ def _get(url: str) -> int:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory, bootstrap):
     """JupyterLab serving copies of modules 0 and 3, on 127.0.0.1 with a random token."""
+    # Laid out as the course is: `make lab` serves notebooks/ and runs in the course folder, where its terminals open.
     work = tmp_path_factory.mktemp("lab")
     for module in (MODULE, CHECKED):
-        shutil.copytree(ROOT / "notebooks" / module, work / module)
+        shutil.copytree(ROOT / "notebooks" / module, work / "notebooks" / module)
     port, token = _free_port(), secrets.token_hex(16)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
-           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
+           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work / 'notebooks'}",
            "--LabApp.expose_app_in_browser=True"] + (["--allow-root"] if os.geteuid() == 0 else [])
     log = open(work / "jupyter.log", "wb")
     from streamlab.__main__ import _learner_jupyter_config
@@ -72,7 +73,7 @@ def lab(tmp_path_factory, bootstrap):
                JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"),
                # as `make lab` gives its terminals the course's environment
                VIRTUAL_ENV=str(Path(venv_bin).parent), PATH=venv_bin + os.pathsep + os.environ.get("PATH", ""))
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while _get(f"{base}/api/status?token={token}") != 200:
@@ -200,20 +201,22 @@ def test_check_button_saves_and_grades_the_open_notebook(lab):
 
 
 def test_readme_check_command_in_jupyterlab_terminal(lab):
-    """The README's command for JupyterLab's terminal (which opens in notebooks/) grades a notebook there."""
+    """The README's command for JupyterLab's terminal (which opens in the course folder) grades a notebook there."""
     base, token = lab
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    command = f"python -m grader check {CHECKED}/{CHECKED}.ipynb"
+    command = f"python -m grader check notebooks/{CHECKED}/{CHECKED}.ipynb"
     assert command in readme, "the README no longer gives the terminal command this test runs"
     with _notebook_page(base, token, CHECKED, "terminal-failure.png") as page:
         page.evaluate("async () => { await window.jupyterapp.commands.execute('terminal:create-new'); }")
         page.locator(".xterm-helper-textarea").first.wait_for(state="attached", timeout=60_000)
         page.locator(".xterm-helper-textarea").first.focus()
         page.keyboard.type(command + "\n", delay=10)
-        page.wait_for_function("() => /score: \\S+ \\/ \\S+/.test("
-                               "Array.from(document.querySelectorAll('.xterm-rows')).map(e => e.innerText).join(''))",
-                               timeout=300_000)
+        # xterm draws on a canvas: read its buffer (the terminal widget's xterm instance) instead of the DOM.
+        screen = """() => { const t = window.jupyterapp.shell.currentWidget.content._term, b = t.buffer.active;
+            const lines = []; for (let i = 0; i < b.length; i++) lines.push(b.getLine(i).translateToString(true));
+            return lines.join('\\n'); }"""
+        page.wait_for_function(f"() => /score: \\S+ \\/ \\S+|error:/.test(({screen})())", timeout=240_000)
         page.screenshot(path=str(RESULTS / "terminal-check.png"))
-        text = page.evaluate("() => Array.from(document.querySelectorAll('.xterm-rows')).map(e => e.innerText).join('')")
+        text = page.evaluate(screen)
     assert "No module named" not in text and "error:" not in text, text[-1500:]
     assert "ex1_four_batches" in text and "score:" in text
