@@ -461,7 +461,7 @@ class LiveDemo:
             self.add_event(p, now)
 
     def add_event(self, p: dict, now: float, latest: dict | None = None) -> dict:
-        """Record one progress event (a dict) seen at `now` s; returns the batch's row (used by the poller and tests)."""
+        """Record one progress event (a dict) seen at `now` s; returns its row (the poller and the tests call it)."""
         self.events.append(p)
         sources = p.get("sources") or [{}]
         source = sources[0]

@@ -1,14 +1,16 @@
-"""Module 1 (Kafka source internals): trace which task read which offsets, ask the broker about consumer groups,
-and send hand-made records. (The live demo of partitions → tasks is `streamlab.demo.LiveDemo` with a tasks chart.)
+"""The Kafka source from the inside: which task read which offsets of a query (`trace`, `count_tasks`), what a
+stream's rows look like (`collect`), the group ids Spark gives its consumers, one-line Spark errors, and
+hand-made records (`send`).
 
 The tracing runs a real query (`trigger(availableNow=True)`, foreachBatch) and, per micro-batch, records how many
 Spark partitions (= tasks of the stage that reads Kafka) the batch has and which Kafka offsets each task read,
 using `spark_partition_id()`. It works the same on both engines.
 
-Consumer groups: Spark's connector gives its executors' Kafka consumers a generated `group.id`, but they
+Spark's group ids: the connector gives its executors' Kafka consumers a generated `group.id`, but they
 `assign()` their partitions and never commit, so the broker never hears of that group. `spark_group_ids` finds
 the ids where they do exist: in the Kafka clients living in Spark's JVM (local mode: the driver's), each
-registered under JMX as `consumer-<group.id>-<n>`.
+registered under JMX as `consumer-<group.id>-<n>`. Consumer groups as the broker knows them are `streamlab.groups`
+(re-exported here because module 1's cells call `internals.consumer_groups()` and friends).
 """
 from __future__ import annotations
 

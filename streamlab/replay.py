@@ -1,7 +1,9 @@
-"""Module 2's plumbing: read a checkpoint's files for a lesson, browse its batches, reset a consumer group, replay.
+"""Replaying from a checkpoint: print its files, map batches to offset ranges, browse them, quiet failures on purpose.
 
-The lesson's own code (the query, the JSON offsets, the restart) stays in the notebook; what is here only shows
-files, draws figures, or does the admin chores a reader would do with Kafka's CLI tools.
+Reading checkpoints themselves is `streamlab.checkpoint`; consumer groups (reset, delete) are `streamlab.groups`,
+re-exported here because module 2's cells call `replay.reset_group(...)`. The lesson's own code (the query, the
+JSON offsets, the restart) stays in the notebook; what is here only shows files, draws figures, or does the
+chores a reader would do with Kafka's CLI tools.
 """
 from __future__ import annotations
 
