@@ -126,3 +126,15 @@ def test_the_readout_is_one_line_the_browser_test_reads(demo):
     demo.samples.append({"t": 1.0, "lag": 200, "partitions": {0: 200}})
     line = demo.readout(1.0)
     assert "\n" not in line and "producer 300 rec/s" in line and "batches 1" in line and "lag 200" in line
+
+
+def test_plus_30_s_extends_a_running_demo_only(demo):
+    demo.duration = 60
+    demo.add_event(event(0, {0: 100}, {0: 100}), 2.0, latest={0: 100})
+    assert demo.time_left(32.0) == 30 and not demo._over(32.0, 0)
+    assert demo._over(62.0, 0)
+    demo.extend(30)
+    assert demo.time_left(62.0) == 30 and not demo._over(62.0, 0)
+    demo._finish()
+    demo.extend(30)
+    assert demo.time_left(62.0) == 30, "an ended demo is not extended"
