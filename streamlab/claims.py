@@ -18,20 +18,21 @@ DSTREAM_SETTINGS = {"spark.streaming.backpressure.enabled": "true",
                     "spark.streaming.kafka.maxRatePerPartition": "10",
                     "spark.streaming.receiver.maxRate": "10"}
 
-_claims: list[dict] = []
+_claims: dict[str, dict] = {}  # by claim text, so a re-run cell replaces its verdicts instead of adding more
 
 
 def claim(ok: bool, text: str, seen: str = "") -> None:
     """Print `✅ text` or `❌ text (seen: …)` and remember the verdict (see `verdicts()`)."""
     ok = bool(ok)
-    _claims.append({"claim": text, "ok": ok, "seen": seen})
+    _claims.pop(text, None)
+    _claims[text] = {"claim": text, "ok": ok, "seen": seen}
     print(("✅ " if ok else "❌ ") + text + (f"  (seen: {seen})" if seen else ""))
     # None, so a cell ending in a claim shows no Out[] line
 
 
 def verdicts() -> list[dict]:
-    """Every claim checked so far in this kernel: {"claim", "ok", "seen"}."""
-    return list(_claims)
+    """Every claim checked so far in this kernel (the latest verdict of each): {"claim", "ok", "seen"}."""
+    return list(_claims.values())
 
 
 def _reader(spark, options: dict, bootstrap: str | None):
