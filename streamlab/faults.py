@@ -320,7 +320,9 @@ def causes(error: BaseException | str) -> list[str]:
 
     found = []
     for line in str(error).splitlines():
-        match = re.match(r"^\s*(?:Caused by|Suppressed): ([\w.$]+(?:Exception|Error): .*)$", line)
+        # "Caused by: X", "Suppressed: X", and a failed task's "... executor driver): X"
+        match = re.search(r"(?:^\s*Caused by: |^\s*Suppressed: |\): )((?:[a-z]\w*\.)+[A-Z]\w*(?:Exception|Error): .*)$",
+                          line)
         if match:
             text = re.sub(r"^(?:[a-z]\w*\.)+(?=[A-Z])", "", match.group(1))  # the class name without its package
             if text not in found:
