@@ -16,6 +16,7 @@ import importlib
 import io
 import json
 import re
+import symtable
 import sys
 import time
 from dataclasses import dataclass, field
@@ -78,38 +79,23 @@ def _one_line(text: str, limit: int = 400) -> str:
 
 
 def free_names(source: str) -> tuple[list[str], set[str]]:
-    """(names a cell reads but does not define, names its top level binds)."""
-    tree = ast.parse(source)
-    bound, loads, top = set(), [], set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.Name):
-            (bound.add(node.id) if isinstance(node.ctx, (ast.Store, ast.Del)) else loads.append(node.id))
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-    def module_level(node):
-        """The node and what it contains, except the bodies of functions, classes and lambdas."""
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            return
-        for child in ast.iter_child_nodes(node):
-            yield from module_level(child)
+    """(names a cell reads but does not define, names its top level binds), scope by scope (Python's symtable):
+    a function's parameter named like a notebook variable does not hide that variable elsewhere in the cell."""
+    top = symtable.symtable(source, "<test>", "exec")
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    free: list[str] = []
 
-    for node in tree.body:
-        for sub in module_level(node):
-            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
-                top.add(sub.id)
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            top.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            top.add(node.name)
-    free = [n for n in dict.fromkeys(loads) if n not in bound and not hasattr(builtins, n)]
-    return free, top
+    def visit(table) -> None:
+        for sym in table.get_symbols():
+            name = sym.get_name()
+            if (sym.is_referenced() and (table is top or sym.is_global()) and name not in bound
+                    and not hasattr(builtins, name) and name not in free):
+                free.append(name)
+        for child in table.get_children():
+            visit(child)
+
+    visit(top)
+    return free, bound
 
 
 def assigned_names(source: str) -> set[str]:

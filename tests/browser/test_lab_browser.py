@@ -59,6 +59,7 @@ def lab(tmp_path_factory, bootstrap):
     work = tmp_path_factory.mktemp("lab")
     for module in (MODULE, CHECKED):
         shutil.copytree(ROOT / "notebooks" / module, work / "notebooks" / module)
+    (work / ".venv").symlink_to(ROOT / ".venv")  # the README's command runs .venv/bin/python from the course folder
     port, token = _free_port(), secrets.token_hex(16)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
            "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work / 'notebooks'}",
@@ -204,7 +205,7 @@ def test_readme_check_command_in_jupyterlab_terminal(lab):
     """The README's command for JupyterLab's terminal (which opens in the course folder) grades a notebook there."""
     base, token = lab
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    command = f"python -m grader check notebooks/{CHECKED}/{CHECKED}.ipynb"
+    command = f".venv/bin/python -m grader check notebooks/{CHECKED}/{CHECKED}.ipynb"
     assert command in readme, "the README no longer gives the terminal command this test runs"
     with _notebook_page(base, token, CHECKED, "terminal-failure.png") as page:
         page.evaluate("async () => { await window.jupyterapp.commands.execute('terminal:create-new'); }")
