@@ -289,7 +289,8 @@ def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = ()):
     spark_log.touch()
     home = Path.home()
     box = sandbox.Sandbox(
-        readonly=[ROOT, Path(sys.prefix), Path(sys.base_prefix), state_dir()] + ([home] if home != Path("/") else []),
+        readonly=[ROOT, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), state_dir()]
+        + ([home] if home != Path("/") else []),
         writable=[spark_log],
         hidden=[source, ROOT / "tests", ROOT / ".git", ROOT / "feedback", private_tmp(), root, *hidden],
         private_tmp_with=work)
@@ -303,7 +304,9 @@ def run_in_sandbox(box, job: dict, log: Path) -> dict:
 
     read, write = os.pipe()
     with open(log, "ab") as sink:
-        proc = subprocess.Popen(box.wrap([sys.executable, "-m", "grader.worker", str(write)]), stdin=subprocess.PIPE,
+        # The venv's python by its real folder: a path through a symlink may not exist inside the sandbox.
+        python = str(Path(sys.prefix).resolve() / "bin" / Path(sys.executable).name)
+        proc = subprocess.Popen(box.wrap([python, "-m", "grader.worker", str(write)]), stdin=subprocess.PIPE,
                                 stdout=sink, stderr=sink, pass_fds=(write,), cwd=job["workdir"])
     os.close(write)
     with os.fdopen(read, "r", encoding="utf-8") as pipe:

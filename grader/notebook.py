@@ -184,7 +184,7 @@ def unsaved_warning(path: Path) -> str | None:
             ran = datetime.fromisoformat(active.replace("Z", "+00:00")).timestamp()
             if ran > saved + 5:
                 when = lambda t: datetime.fromtimestamp(t).strftime("%H:%M:%S")  # noqa: E731
-                return (f"{path.name} is open in JupyterLab and its kernel ran cells at {when(ran)}, after the file "
-                        f"was last saved ({when(saved)}): save it (Ctrl-S) to grade your latest answers — this grades "
-                        "the saved copy")
+                return (f"{path.name} is open in JupyterLab and its kernel was busy at {when(ran)}, after the file "
+                        f"was last saved ({when(saved)}): if you changed answers since, save it (Ctrl-S) first — this "
+                        "grades the saved copy")
     return None

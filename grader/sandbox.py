@@ -33,6 +33,8 @@ class Sandbox:
     def script(self) -> str:
         """The shell commands run in the outer namespace before the kernel starts."""
         lines = ["set -e"]
+        if self.private_tmp_with is not None:
+            lines += self._private_tmp()
         ro = sorted(_existing(self.readonly), key=lambda p: len(p.parts))  # a parent's bind would hide a child's
         lines += [f"mount --bind {q(p)} {q(p)}" for p in ro]
         lines += [f"mount --bind {q(p)} {q(p)}" for p in _existing(self.writable)]
@@ -43,14 +45,24 @@ class Sandbox:
                 lines.append(f"mount -t tmpfs -o size=64k,mode=755 tmpfs {q(path)}")
             else:
                 lines.append(f"mount --bind /dev/null {q(path)}")
-        if self.private_tmp_with is not None:
-            keep = q(self.private_tmp_with)
-            # The folder is parked outside /tmp while a fresh /tmp is mounted, then put back at its own path.
-            lines += ["stage=$(mktemp -d -p /dev/shm streamlab-stage-XXXXXX)", f'mount --bind {keep} "$stage"',
-                      "mount -t tmpfs -o mode=1777 tmpfs /tmp", f"mkdir -p {keep}", f'mount --bind "$stage" {keep}',
-                      'umount "$stage"', 'rmdir "$stage"']
         lines.append('exec ' + " ".join(INNER) + ' -- "$@"')
         return "\n".join(lines)
+
+    def _private_tmp(self) -> list[str]:
+        """A fresh /tmp that still holds the run's folder and whatever of the course lives under /tmp (a clone
+        there, its .venv): each is parked outside /tmp while the new one is mounted, then put back at its path."""
+        tmp = Path("/tmp").resolve()
+        wanted = _existing([self.private_tmp_with, *self.readonly, *self.writable])
+        keep = [p for p in wanted if p == self.private_tmp_with.resolve() or tmp in p.parents]
+        keep = [p for p in keep if not any(o != p and o in p.parents for o in keep)]
+        lines = ["stage=$(mktemp -d -p /dev/shm streamlab-stage-XXXXXX)"]
+        for i, path in enumerate(keep):
+            lines += [f'mkdir "$stage/{i}"', f'mount --rbind {q(path)} "$stage/{i}"']
+        lines.append("mount -t tmpfs -o mode=1777 tmpfs /tmp")
+        for i, path in enumerate(keep):
+            lines += [f"mkdir -p {q(path)}", f'mount --rbind "$stage/{i}" {q(path)}', f'umount -R "$stage/{i}"',
+                      f'rmdir "$stage/{i}"']
+        return lines + ['rmdir "$stage"']
 
     def wrap(self, cmd: list[str]) -> list[str]:
         """`cmd` (the kernel's command line) run inside the sandbox."""
