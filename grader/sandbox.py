@@ -41,10 +41,11 @@ class Sandbox:
         lines += [f"mount -o remount,bind,ro {q(p)}" for p in ro]
         hidden = _existing(self.hidden)
         for path in [p for p in hidden if not any(o != p and o in p.parents for o in hidden)]:
+            # Guarded: under a fresh /tmp, a hidden folder that lived there is gone already.
             if path.is_dir():
-                lines.append(f"mount -t tmpfs -o size=64k,mode=755 tmpfs {q(path)}")
+                lines.append(f"if [ -d {q(path)} ]; then mount -t tmpfs -o size=64k,mode=755 tmpfs {q(path)}; fi")
             else:
-                lines.append(f"mount --bind /dev/null {q(path)}")
+                lines.append(f"if [ -e {q(path)} ]; then mount --bind /dev/null {q(path)}; fi")
         lines.append('exec ' + " ".join(INNER) + ' -- "$@"')
         return "\n".join(lines)
 
