@@ -75,11 +75,3 @@ class LiveChart:
 
         return Image(png(self.figure()))
 
-
-def __getattr__(name):
-    # grader/sample-submissions (written by `python -m grader samples`) still import the old demo by this name
-    if name == "StreamDemo":
-        from .demo import LiveDemo
-
-        return LiveDemo
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
