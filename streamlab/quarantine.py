@@ -192,26 +192,9 @@ def run(spark, sources: list, route, checkpoint: str, timeout: float = 120.0,
 
 def read_all(topic: str, bootstrap: str | None = None) -> list:
     """Every record of `topic` from its earliest to its latest offset now (kafka-python ConsumerRecords)."""
-    from kafka import KafkaConsumer, TopicPartition
+    from .topics import records
 
-    from .broker import ensure_broker
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap or ensure_broker(), enable_auto_commit=False,
-                             consumer_timeout_ms=2000)
-    try:
-        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
-        if not tps:
-            return []
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        ends = consumer.end_offsets(tps)
-        records, deadline = [], time.monotonic() + 30
-        while any(consumer.position(tp) < ends[tp] for tp in tps) and time.monotonic() < deadline:
-            for batch in consumer.poll(500).values():
-                records.extend(r for r in batch if r.offset < ends[TopicPartition(r.topic, r.partition)])
-        return records
-    finally:
-        consumer.close()
+    return records(topic, bootstrap)
 
 
 def _headers(record) -> dict:

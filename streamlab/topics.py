@@ -119,6 +119,35 @@ def layout(name, bootstrap: str | None = None) -> dict[int, int]:
         return {}
 
 
+def records(name: str, bootstrap: str | None = None, committed: bool = False, timeout: float = 30.0) -> list:
+    """Every record of a topic, from its earliest offset to its latest one now (kafka-python ConsumerRecords),
+    read with a plain Kafka client: the ground truth a check compares with, independent of Spark.
+
+    `committed=True` reads with isolation_level=read_committed: records of aborted transactions are skipped, and
+    the end is the last stable offset, so it never waits on an open transaction.
+    """
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap or ensure_broker(), enable_auto_commit=False,
+                             isolation_level="read_committed" if committed else "read_uncommitted")
+    try:
+        tps = [TopicPartition(name, p) for p in sorted(consumer.partitions_for_topic(name) or [])]
+        if not tps:
+            return []
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
+        out, deadline = [], time.monotonic() + timeout
+        while any(consumer.position(tp) < ends[tp] for tp in tps):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"could not read {name} to its end within {timeout:.0f} s")
+            for batch in consumer.poll(timeout_ms=300).values():
+                out.extend(r for r in batch if r.offset < ends[TopicPartition(r.topic, r.partition)])
+        return out
+    finally:
+        consumer.close()
+
+
 @contextmanager
 def temporary_topic(prefix: str = "lab", partitions: int = 1, bootstrap: str | None = None):
     """A fresh topic for the duration of a `with` block, deleted afterwards."""
