@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from .lab import new_checkpoint
-from .widgets import LiveChart, png, slider
+from .widgets import LiveChart, finish_two_axes, png, slider
 
 CORRUPT = "_corrupt"  # the column from_json fills with a message it could not parse
 HEADERS = ("source-topic", "source-partition", "source-offset", "error")
@@ -323,12 +323,7 @@ class RoutingChart(LiveChart):
             ax2.plot(xs, points, color=QUARANTINE_COLOR, linewidth=2, linestyle="--", label="quarantine total")
         ax2.set_ylabel("messages in quarantine")
         ax2.set_ylim(0, max(points, default=1) * 1.1 or 1)
-        handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
-        labels = ax.get_legend_handles_labels()[1] + ax2.get_legend_handles_labels()[1]
-        if handles:
-            ax.legend(handles, labels, loc="upper left", fontsize=8)
-        ax.set_title(self.title, fontsize=10)
-        return fig
+        return finish_two_axes(fig, ax, ax2, self.title)
 
 
 @dataclass

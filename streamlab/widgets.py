@@ -58,12 +58,7 @@ class LiveChart:
         ax2.set_ylabel("lag")
         ax.set_ylim(bottom=0)
         ax2.set_ylim(bottom=0)
-        handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
-        labels = ax.get_legend_handles_labels()[1] + ax2.get_legend_handles_labels()[1]
-        if handles:
-            ax.legend(handles, labels, loc="upper left", fontsize=8)
-        ax.set_title(self.title, fontsize=10)
-        return fig
+        return finish_two_axes(fig, ax, ax2, self.title)
 
     def redraw(self) -> None:
         """Render into the widget (safe from a background thread)."""
@@ -75,3 +70,12 @@ class LiveChart:
 
         return Image(png(self.figure()))
 
+
+def finish_two_axes(fig, ax, ax2, title: str):
+    """One legend for a chart with a second y axis, and its title; returns the figure."""
+    handles = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+    labels = ax.get_legend_handles_labels()[1] + ax2.get_legend_handles_labels()[1]
+    if handles:
+        ax.legend(handles, labels, loc="upper left", fontsize=8)
+    ax.set_title(title, fontsize=10)
+    return fig
