@@ -213,9 +213,15 @@ def test_readme_check_command_in_jupyterlab_terminal(lab):
         page.locator(".xterm-helper-textarea").first.focus()
         page.keyboard.type(command + "\n", delay=10)
         # xterm draws on a canvas: read its buffer (the terminal widget's xterm instance) instead of the DOM.
-        screen = """() => { const t = window.jupyterapp.shell.currentWidget.content._term, b = t.buffer.active;
-            const lines = []; for (let i = 0; i < b.length; i++) lines.push(b.getLine(i).translateToString(true));
-            return lines.join('\\n'); }"""
+        screen = """() => {
+            for (const w of window.jupyterapp.shell.widgets('main')) {
+                const term = Object.values(w.content || {}).find(v => v && v.buffer && v.buffer.active);
+                if (!term) continue;
+                const b = term.buffer.active, lines = [];
+                for (let i = 0; i < b.length; i++) lines.push(b.getLine(i).translateToString(true));
+                return lines.join('\\n');
+            }
+            return ''; }"""
         page.wait_for_function(f"() => /score: \\S+ \\/ \\S+|error:/.test(({screen})())", timeout=240_000)
         page.screenshot(path=str(RESULTS / "terminal-check.png"))
         text = page.evaluate(screen)
