@@ -11,6 +11,7 @@ What it compares, each pair on the same work in the same run:
 """
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import subprocess
@@ -174,6 +175,42 @@ def _peak_of(script: str, also: list[int] = ()) -> int:
     return meter.stop()
 
 
+def _cap_change_seconds(spark) -> tuple[float | None, float]:
+    """(seconds from a cap change on a running demo to the first batch that honours it, the trigger interval)."""
+    from .demo import LiveDemo
+    from .lab import new_topic
+
+    demo = LiveDemo(spark, new_topic("bench-cap", partitions=3), rate=3_000, max_offsets=2_000, trigger_seconds=1,
+                    duration=40, controls=())
+    demo.start()
+    try:
+        deadline = time.monotonic() + 60
+        while len([b for b in demo.history if b["rows"]]) < 4 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        demo.set("cap", 300)
+        while demo.cap_honoured_after() is None and time.monotonic() < deadline + 30:
+            time.sleep(0.2)
+        return demo.cap_honoured_after(), demo.settings["trigger_seconds"]
+    finally:
+        demo.stop()
+
+
+def _notebook_seconds(path: str) -> float:
+    """Seconds to run a notebook top to bottom as Restart & Run All does (its file is not changed)."""
+    import tempfile
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    with tempfile.TemporaryDirectory(prefix="streamlab-bench-") as tmp:
+        started = time.monotonic()
+        NotebookClient(nb, timeout=900, allow_errors=True, kernel_name="python3",
+                       extra_arguments=["--IPKernelApp.log_level=ERROR"],
+                       resources={"metadata": {"path": tmp}}).execute()
+        return time.monotonic() - started
+
+
 def main() -> int:
     """Measure and print the benchmark ratios."""
     import streamlab
@@ -218,6 +255,13 @@ def main() -> int:
         topics.delete_topic(topic, bootstrap=bootstrap)
         topics.delete_topic(noida_topic, bootstrap=noida)
         stop_broker("noida", NOIDA_PORT)
+    honoured, trigger = _cap_change_seconds(spark)
+    if honoured is None:
+        print("cap change: no batch honoured the new cap within 30 s")
+    else:
+        print(f"cap change 2,000 -> 300 on a running demo (trigger {trigger:g} s): the first batch within the new cap "
+              f"was planned {honoured:.1f} s later")
+        print(f"  cap change to honoured, in trigger intervals: {honoured / trigger:.2f} (goal: at most 1.5)")
     streamlab.cleanup(spark)
     spark.stop()
     broker_pid = data_dir(broker_port(), "kafka") / "broker.pid"
@@ -234,6 +278,13 @@ def main() -> int:
         plain, graded = timing("notebooks/00-setup/00-setup.ipynb")
         print(f"00-setup: run {plain:.1f} s, check with hidden tests {graded:.1f} s")
         print(f"  check / run time: {graded / plain:.2f}")
+        for module in ("04-backpressure", "05-rate-limiting", "06-multi-topic", "07-sinks-exactly-once",
+                       "08-cheat-sheet"):
+            path = f"notebooks/{module}/{module}.ipynb"
+            if os.path.exists(path):
+                seconds = _notebook_seconds(path)
+                print(f"{module}: Restart & Run All {seconds:.0f} s")
+                print(f"  {module} / 00-setup run time: {seconds / plain:.2f}")
     return 0
 
 

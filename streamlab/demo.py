@@ -191,6 +191,19 @@ class LiveDemo:
         return max((b["rows"] for b in self.history), default=0)
 
     # -- knobs ----------------------------------------------------------------------------------------------------
+    def cap_honoured_after(self) -> float | None:
+        """Seconds from the last cap change to the first batch, planned after it, whose rows stay within the new cap
+        (None until there is one). The batch a stop interrupted is replayed first with its old range, so it may not
+        count: that is why this is not simply the first batch after the restart."""
+        changes = [(at, text) for at, text in self.restarts if "cap" in text]
+        if not changes:
+            return None
+        at = changes[-1][0]
+        for b in self.history:
+            if b["time"] is not None and b["time"] >= at and b["rows"] and b["cap"] and b["rows"] <= b["cap"]:
+                return round(b["time"] - at, 2)
+        return None
+
     def now(self) -> float:
         """Seconds since the demo started (0 before start)."""
         return round(time.monotonic() - self._t0, 2) if self._t0 else 0.0

@@ -57,7 +57,7 @@ def lab(tmp_path_factory, bootstrap):
     """JupyterLab serving copies of modules 0 and 3, on 127.0.0.1 with a random token."""
     # Laid out as the course is: `make lab` serves notebooks/ and runs in the course folder, where its terminals open.
     work = tmp_path_factory.mktemp("lab")
-    for module in (MODULE, CHECKED):
+    for module in (MODULE, CHECKED, "04-backpressure"):
         shutil.copytree(ROOT / "notebooks" / module, work / "notebooks" / module)
     (work / ".venv").symlink_to(ROOT / ".venv")  # the README's command runs .venv/bin/python from the course folder
     port, token = _free_port(), secrets.token_hex(16)
@@ -227,3 +227,51 @@ def test_readme_check_command_in_jupyterlab_terminal(lab):
         text = page.evaluate(screen)
     assert "No module named" not in text and "error:" not in text, text[-1500:]
     assert "ex1_four_batches" in text and "score:" in text
+
+
+BACKPRESSURE = "04-backpressure"
+
+
+def test_cap_slider_restarts_the_query_and_the_new_cap_holds(lab):
+    """Module 4's control panel: moving the cap slider restarts the running query on its checkpoint, and a batch
+    planned after the restart honours the new cap within about 1.5 trigger intervals (1 s here)."""
+    base, token = lab
+    with _notebook_page(base, token, BACKPRESSURE, "cap-failure.png") as page:
+        panel_cell = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
+            c => /^panel = LiveDemo\\(/.test(c.model.sharedModel.getSource()))"""
+        page.wait_for_function(f"() => ({panel_cell})() > 0", timeout=60_000)
+        index = page.evaluate(panel_cell)
+        page.evaluate("""async (last) => {
+            const app = window.jupyterapp, panel = app.shell.currentWidget, nb = panel.content;
+            await panel.sessionContext.ready;
+            app.shell.activateById(panel.id);
+            for (let i = 0; i <= last; i++) {
+                nb.activeCellIndex = i;
+                await app.commands.execute('notebook:run-cell');
+            } }""", index)
+        # The panel is the notebook's last widget box so far; its readout is the last one on the page.
+        readout = "Array.from(document.querySelectorAll('.widget-html-content code')).pop().textContent"
+        page.wait_for_function(f"() => /cap 2000 · batches [3-9]/.test({readout})", timeout=180_000)
+        page.screenshot(path=str(RESULTS / "cap-before.png"))
+        value = page.locator(".widget-slider", has_text="maxOffsetsPerTrigger").last.locator(".widget-readout")
+        value.click()
+        value.press("Control+a")
+        value.type("300")
+        value.press("Enter")
+        page.wait_for_function(f"() => ({readout}).includes('cap 300')", timeout=30_000)
+        page.wait_for_timeout(6_000)  # a few batches of the restarted query
+        page.screenshot(path=str(RESULTS / "cap-after.png"))
+        found = page.evaluate("""async () => {
+            const kernel = window.jupyterapp.shell.currentWidget.sessionContext.session.kernel;
+            const future = kernel.requestExecute({code: "import json; print(json.dumps({'restarts': panel.restarts, "
+                + "'honoured_after': panel.cap_honoured_after(), 'trigger': panel.settings['trigger_seconds']}))"});
+            let out = '';
+            future.onIOPub = msg => { if (msg.header.msg_type === 'stream') out += msg.content.text; };
+            await future.done;
+            return out; }""")
+    import json
+
+    state = json.loads(found)
+    assert any("cap 300" in text for _, text in state["restarts"]), f"no restart with the new cap: {state}"
+    assert state["honoured_after"] is not None, f"no batch honoured the new cap: {state}"
+    assert state["honoured_after"] <= 1.5 * state["trigger"] + 0.5, f"the new cap took too long: {state}"
