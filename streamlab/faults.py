@@ -250,14 +250,20 @@ class CrashTest:
             except BaseException as exc:
                 errors.append(exc)
 
+        from .session import engine
+
         base = self.rounds if seed is None else seed
+        jobs = [(name, run, random.Random(f"{base}:{name}")) for name, run in self.runs.items()]
         with quiet(self.spark):
-            threads = [threading.Thread(target=sink_round, args=(name, run, random.Random(f"{base}:{name}")),
-                                        daemon=True) for name, run in self.runs.items()]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            if engine(self.spark) == "offline":
+                for job in jobs:  # its Python data source is found only from the session's own thread
+                    sink_round(*job)
+            else:
+                threads = [threading.Thread(target=sink_round, args=job, daemon=True) for job in jobs]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
         self.rounds += 1
         if errors:
             raise errors[0]
@@ -327,6 +333,10 @@ def causes(error: BaseException | str) -> list[str]:
             text = re.sub(r"^(?:[a-z]\w*\.)+(?=[A-Z])", "", match.group(1))  # the class name without its package
             if text not in found:
                 found.append(text)
+    if not found and isinstance(error, BaseException):
+        from .replay import short_error
+
+        found.append(short_error(error))  # not a JVM trace (the offline engine raises Python errors)
     return found
 
 
