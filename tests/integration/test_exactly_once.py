@@ -8,6 +8,7 @@ Expected: Spark's plain Kafka sink duplicates (at-least-once); the SQLite upsert
 """
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
@@ -18,7 +19,7 @@ CRASHES, ROUNDS, CHUNK = 10, 3, 40
 
 
 @pytest.fixture(scope="module")
-def crashed(spark, bootstrap, tmp_path_factory):
+def crashed(spark, bootstrap, tmp_path_factory, pytestconfig):
     """The four sinks after ROUNDS rounds of CHUNK records and CRASHES injected crashes each."""
     from streamlab import faults, sinks, topics
 
@@ -32,10 +33,13 @@ def crashed(spark, bootstrap, tmp_path_factory):
     test = faults.CrashTest(spark, chosen, source, chunk=CHUNK, bootstrap=bootstrap)
     started = time.monotonic()
     counts = test.run(crashes=CRASHES, rounds=ROUNDS, seed=7)
-    print(f"\n{ROUNDS * CHUNK} records, {CRASHES} crashes planned per sink, {faults.elapsed(started)}:")
-    for name, row in counts.items():
-        print(f"  {name:20s} {row}")
-    print(test.crash_log().groupby(["sink", "point"]).happened.sum().to_string())
+    # Printed past pytest's capture, so every run (CI's -q one too) shows the counts it judged.
+    lines = [f"crash tests: {ROUNDS * CHUNK} records, {CRASHES} crashes planned per sink, {faults.elapsed(started)}:"]
+    lines += [f"  {name:20s} {row}" for name, row in counts.items()]
+    lines += [f"  {line}" for line in test.crash_log().groupby(["sink", "point"]).happened.sum().to_string().splitlines()]
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+        print("\n" + "\n".join(lines))
     yield test, counts, chosen
     chosen["Kafka transactions"].close()
     for checkpoint in (run.checkpoint for run in test.runs.values()):
