@@ -39,29 +39,10 @@ def read_topic(topic: str, bootstrap: str | None = None, committed: bool = False
 
     `committed=True` reads with isolation_level=read_committed: records of aborted transactions are skipped.
     """
-    from kafka import KafkaConsumer, TopicPartition
+    from .topics import records
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap or ensure_broker(), enable_auto_commit=False,
-                             isolation_level="read_committed" if committed else "read_uncommitted")
-    try:
-        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or [])]
-        if not tps:
-            return []
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        # read_committed: the end is the last stable offset, so this never waits on an open transaction
-        end = consumer.end_offsets(tps)
-        out = []
-        deadline = time.monotonic() + timeout
-        while any(consumer.position(tp) < end[tp] for tp in tps):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"could not read {topic} to its end within {timeout:.0f} s")
-            for records in consumer.poll(timeout_ms=300).values():
-                out.extend((r.partition, r.offset, r.key, r.value) if keys else (r.partition, r.offset, r.value)
-                           for r in records)
-        return out
-    finally:
-        consumer.close()
+    return [(r.partition, r.offset, r.key, r.value) if keys else (r.partition, r.offset, r.value)
+            for r in records(topic, bootstrap or ensure_broker(), committed, timeout)]
 
 
 def ids_in(values) -> list[int]:

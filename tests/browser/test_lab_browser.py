@@ -117,6 +117,19 @@ def _notebook_page(base: str, token: str, module: str, failure_png: str):
             browser.close()
 
 
+def _run_cells_through(page, last: int) -> None:
+    """Run the open notebook's cells 0..last one by one, each awaited ("run all above" can fire before the kernel is
+    ready and do nothing)."""
+    page.evaluate("""async (last) => {
+        const app = window.jupyterapp, panel = app.shell.currentWidget, nb = panel.content;
+        await panel.sessionContext.ready;
+        app.shell.activateById(panel.id);
+        for (let i = 0; i <= last; i++) {
+            nb.activeCellIndex = i;
+            await app.commands.execute('notebook:run-cell');
+        } }""", last)
+
+
 def test_producer_slider_moves_lag_chart_and_readout(lab):
     """Moving the producer-rate slider while the demo runs changes the readout and redraws the chart."""
     base, token = lab
@@ -130,15 +143,7 @@ def test_producer_slider_moves_lag_chart_and_readout(lab):
             c => /Demo\\(/.test(c.model.sharedModel.getSource()) && /\\.start\\(\\)/.test(c.model.sharedModel.getSource()))"""
         page.wait_for_function(f"() => ({first_demo})() > 0", timeout=60_000)  # cells load after the panel
         index = page.evaluate(first_demo)
-        # Cell by cell, each awaited: "run all above" can fire before the kernel is ready and do nothing.
-        page.evaluate("""async (last) => {
-            const app = window.jupyterapp, panel = app.shell.currentWidget, nb = panel.content;
-            await panel.sessionContext.ready;
-            app.shell.activateById(panel.id);
-            for (let i = 0; i <= last; i++) {
-                nb.activeCellIndex = i;
-                await app.commands.execute('notebook:run-cell');
-            } }""", index)
+        _run_cells_through(page, index)
         readout = page.locator(".widget-html-content code").first
         readout.wait_for(timeout=120_000)
         page.wait_for_function(
@@ -241,14 +246,7 @@ def test_cap_slider_restarts_the_query_and_the_new_cap_holds(lab):
             c => /^panel = LiveDemo\\(/.test(c.model.sharedModel.getSource()))"""
         page.wait_for_function(f"() => ({panel_cell})() > 0", timeout=60_000)
         index = page.evaluate(panel_cell)
-        page.evaluate("""async (last) => {
-            const app = window.jupyterapp, panel = app.shell.currentWidget, nb = panel.content;
-            await panel.sessionContext.ready;
-            app.shell.activateById(panel.id);
-            for (let i = 0; i <= last; i++) {
-                nb.activeCellIndex = i;
-                await app.commands.execute('notebook:run-cell');
-            } }""", index)
+        _run_cells_through(page, index)
         # The panel is the notebook's last widget box so far; its readout is the last one on the page.
         readout = "Array.from(document.querySelectorAll('.widget-html-content code')).pop().textContent"
         page.wait_for_function(f"() => /cap 2000 · batches [3-9]/.test({readout})", timeout=180_000)
