@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from pathlib import Path
 
 from .broker import ensure_broker
