@@ -11,6 +11,8 @@ What it compares, each pair on the same work in the same run:
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import statistics
@@ -182,7 +184,8 @@ def _cap_change_seconds(spark) -> tuple[float | None, float]:
 
     demo = LiveDemo(spark, new_topic("bench-cap", partitions=3), rate=3_000, max_offsets=2_000, trigger_seconds=1,
                     duration=40, controls=())
-    demo.start()
+    with contextlib.redirect_stdout(io.StringIO()):  # its widget box, shown as text outside a notebook
+        demo.start()
     try:
         deadline = time.monotonic() + 60
         while len([b for b in demo.history if b["rows"]]) < 4 and time.monotonic() < deadline:
