@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import threading
 import time
@@ -152,11 +153,14 @@ def new_checkpoint(prefix: str = "checkpoint") -> str:
 def _remove_folders() -> int:
     import shutil
 
-    gone = list(_made_folders)
+    made = list(_made_folders)
     _made_folders.clear()
-    for folder in gone:
-        shutil.rmtree(folder, ignore_errors=True)
-    return len(gone)
+    gone = 0
+    for folder in made:
+        if os.path.isdir(folder):  # what a caller removed already is not counted as deleted here
+            shutil.rmtree(folder, ignore_errors=True)
+            gone += 1
+    return gone
 
 
 def cleanup(session=None) -> str:

@@ -47,6 +47,9 @@ def crashed(spark, bootstrap, tmp_path_factory, pytestconfig):
 
         shutil.rmtree(checkpoint, ignore_errors=True)
     topics.delete_topic(*made, bootstrap=bootstrap)
+    import streamlab
+
+    streamlab.cleanup(spark)  # the folders and topics the sinks made with new_checkpoint / new_topic
 
 
 @pytest.mark.parametrize("name", ["plain Kafka", "SQLite upsert", "Kafka transactions", "file sink"])
