@@ -130,6 +130,15 @@ def _run_cells_through(page, last: int) -> None:
         } }""", last)
 
 
+def _type_into_slider(slider, value: int) -> None:
+    """Set an ipywidgets slider as a learner would: type into its readout and press Enter (one change)."""
+    box = slider.locator(".widget-readout")
+    box.click()
+    box.press("Control+a")
+    box.type(str(value))
+    box.press("Enter")
+
+
 def test_producer_slider_moves_lag_chart_and_readout(lab):
     """Moving the producer-rate slider while the demo runs changes the readout and redraws the chart."""
     base, token = lab
@@ -152,11 +161,7 @@ def test_producer_slider_moves_lag_chart_and_readout(lab):
         chart = page.locator(".widget-image").first
         before_src, before_text = chart.get_attribute("src"), readout.text_content()
         page.screenshot(path=str(RESULTS / "before-slider.png"))
-        value = page.locator(".widget-slider", has_text="producer rate").first.locator(".widget-readout")
-        value.click()
-        value.press("Control+a")
-        value.type("4000")
-        value.press("Enter")
+        _type_into_slider(page.locator(".widget-slider", has_text="producer rate").first, 4000)
         page.wait_for_function(
             "() => document.querySelector('.widget-html-content code').textContent"
             ".includes('producer 4000 rec/s')", timeout=30_000)
@@ -251,11 +256,7 @@ def test_cap_slider_restarts_the_query_and_the_new_cap_holds(lab):
         readout = "Array.from(document.querySelectorAll('.widget-html-content code')).pop().textContent"
         page.wait_for_function(f"() => /cap 2000 · batches [3-9]/.test({readout})", timeout=180_000)
         page.screenshot(path=str(RESULTS / "cap-before.png"))
-        value = page.locator(".widget-slider", has_text="maxOffsetsPerTrigger").last.locator(".widget-readout")
-        value.click()
-        value.press("Control+a")
-        value.type("300")
-        value.press("Enter")
+        _type_into_slider(page.locator(".widget-slider", has_text="maxOffsetsPerTrigger").last, 300)
         page.wait_for_function(f"() => ({readout}).includes('cap 300')", timeout=30_000)
         page.wait_for_timeout(6_000)  # a few batches of the restarted query
         page.screenshot(path=str(RESULTS / "cap-after.png"))
