@@ -35,7 +35,7 @@ compose-deps: ## install Debian's docker-compose, which the tests use to validat
 	  else echo "note: docker-compose is not installed and this is not root: the compose tests will skip (apt-get install docker-compose)"; fi; fi
 
 test: setup browser-deps compose-deps ## set up and run every test
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25
 
 test-fast: setup compose-deps ## unit tests only (no broker, no Spark)
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit

@@ -25,7 +25,7 @@ in tests/integration/test_differential.py (source) or test_differential_sink.py 
 - A subscription that matches no partition yet: the connector has no offset and plans no batch; a Python reader
   must return one (`{}`), so Spark plans an empty batch 0 and later batch ids are one higher.
   (test_unavoidable_a_subscription_matching_nothing_yet_runs_an_empty_batch_0)
-- `subscribePattern` is matched by Python's `re`, not Java's regex: Java-only syntax such as `\p{Alnum}` fails
+- `subscribePattern` is matched by Python's `re`, not Java's regex: Java-only syntax such as `\\p{Alnum}` fails
   when the query starts, with Python's message. (test_unavoidable_subscribe_pattern_is_read_by_pythons_re)
 - Sink, outputMode("update"): Spark refuses Update for Python sinks, so the query writes through foreachBatch and
   its progress names the sink ForeachBatchSink (same records). (test_update_mode_aggregation_writes_the_updated_rows)

@@ -169,6 +169,13 @@ def test_producer_slider_moves_lag_chart_and_readout(lab):
         page.wait_for_function(
             "(lag) => +(/lag (\\d+)/.exec(document.querySelector('.widget-html-content code').textContent) || [0, 0])[1]"
             " > lag", arg=lag_at_move, timeout=30_000)
+        # The chart is redrawn at most every REDRAW_EVERY_S, the readout on every poll: wait for the next drawing.
+        try:
+            page.wait_for_function(
+                "(src) => document.querySelector('.widget-image').getAttribute('src') !== src",
+                arg=before_src, timeout=30_000)
+        except Exception as exc:  # playwright's TimeoutError; imported lazily like the rest of playwright
+            pytest.fail(f"the lag chart was not redrawn within 30 s of the slider move ({type(exc).__name__})")
         after_src, after_text = chart.get_attribute("src"), readout.text_content()
         page.screenshot(path=str(RESULTS / "after-slider.png"))
     assert "producer 4000 rec/s" in after_text, f"the readout did not follow the slider: {after_text!r}"
