@@ -6,6 +6,7 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 
 from . import topics as _topics
 from .broker import ensure_broker, probe
@@ -145,9 +146,39 @@ def new_checkpoint(prefix: str = "checkpoint") -> str:
     """A fresh temporary folder (a query's checkpoint location), deleted by cleanup() and when the kernel exits."""
     import tempfile
 
-    folder = tempfile.mkdtemp(prefix=f"streamlab-{prefix}-")
+    if not _made_folders:
+        remove_orphaned_folders()
+    # The kernel's pid in the name lets a later kernel delete what this one leaves if it is killed mid-demo
+    # (a restart gives a busy kernel only a few seconds before SIGKILL, so its exit handlers may never run).
+    folder = tempfile.mkdtemp(prefix=f"streamlab-{prefix}-{os.getpid()}-")
     _made_folders.append(folder)
     return folder
+
+
+def remove_orphaned_folders() -> int:
+    """Delete checkpoint folders left by kernels that were killed (their pid no longer runs); return how many."""
+    import re
+    import shutil
+    import tempfile
+
+    gone = 0
+    for folder in Path(tempfile.gettempdir()).glob("streamlab-*-*-*"):
+        match = re.fullmatch(r"streamlab-.+-(\d+)-[a-z0-9_]{8}", folder.name)
+        if not match or not folder.is_dir() or int(match[1]) == os.getpid() or _pid_runs(int(match[1])):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        gone += 1
+    return gone
+
+
+def _pid_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
 
 
 def _remove_folders() -> int:
