@@ -176,10 +176,13 @@ FIXED = [
      ["in the sink's metrics", "nowhere", "in the checkpoint", "in each Kafka source's `metrics` of the progress: "
       "min/max/avgOffsetsBehindLatest (strings)"], "d",
      "Since 3.2, next to startOffset, endOffset and latestOffset."),
-    ("lag-zero", "lag", "The lag is zero after every batch. What does that say?",
-     ["the query is caught up: each batch ended at the offsets Kafka had when it was planned",
-      "nothing is being produced", "the checkpoint is broken", "Spark committed to Kafka"], "a",
-     "latestOffset − endOffset = 0 means the batch read everything that was there; records may still arrive."),
+    ("lag-zero", "lag", "A query without maxOffsetsPerTrigger reports latestOffset − endOffset = 0 after every "
+     "batch. What does that say?",
+     ["that it keeps up with its producers", "nothing is being produced", "little: an uncapped batch reads up to "
+      "the latestOffset it was planned with, so this lag is 0 even while the query falls behind",
+      "Spark committed to Kafka"], "c",
+     "latestOffset is fetched when the batch is planned; without a cap the batch reads all of it. Measure against "
+     "the broker's latest offsets now, or watch the batches grow; with a cap this lag becomes meaningful."),
     ("bp-automatic", "backpressure", "Does Structured Streaming handle backpressure automatically?",
      ["yes, with spark.streaming.backpressure.enabled", "yes, always", "no: the engineer bounds batches "
       "(maxOffsetsPerTrigger, trigger interval) and adds throughput", "Kafka slows the producers"], "c",
@@ -232,7 +235,8 @@ FIXED = [
      "Since 3.3; the catch-up job's trigger, replacing once."),
     ("rate-default-trigger", "rate", "What does the default trigger do?",
      ["every 10 s", "starts the next micro-batch as soon as the previous one ends", "once", "continuous"], "b",
-     "No interval: back-to-back batches (idle ones when nothing is there)."),
+     "No interval: the next batch is planned as soon as the last one ends. When nothing new is there no batch "
+     "runs; Spark checks again after a short polling delay."),
     ("rate-continuous", "rate", "What is true of the continuous trigger?",
      ["it is the default", "it supports maxOffsetsPerTrigger", "low latency with long-running tasks, but it does "
       "not support the rate limits (and supports only map-like operations)", "it is exactly-once"], "c",
@@ -262,7 +266,8 @@ FIXED = [
      "The AdminClient path uses find, not a full match."),
     ("multi-later", "multitopic", "A topic matching the pattern is created while the query runs:",
      ["ignored until restart", "picked up on a later trigger", "the query fails", "it needs assign"], "b",
-     "Topics are re-listed on every trigger."),
+     "The default (AdminClient) path re-lists topics on every trigger; the deprecated consumer path waits for "
+     "the consumer's metadata refresh (metadata.max.age.ms, 5 minutes by default)."),
     ("multi-two-options", "multitopic", "subscribe and assign are both set:",
      ["assign wins", "subscribe wins", "IllegalArgumentException: only one of subscribe, subscribePattern, assign",
       "both are read"], "c",
@@ -274,7 +279,8 @@ FIXED = [
      ["one from_json with a merged schema always works", "filter by topic and parse each with its own schema "
       "(e.g. in foreachBatch)", "it is impossible in one query", "set kafka.value.deserializer"], "b",
      "Split by the topic column, then from_json with the right schema per topic."),
-    ("multi-quarantine", "multitopic", "from_json returns null for a malformed message. Best practice?",
+    ("multi-quarantine", "multitopic", "from_json (default PERMISSIVE mode) turns a malformed message into "
+     "nulls. Best practice?",
      ["drop nulls silently", "send those rows (with topic, partition, offset) to a quarantine topic or table",
       "fail the query", "retry the message"], "b",
      "Nothing is lost and the bad record can be found again by its coordinates."),

@@ -132,3 +132,17 @@ def test_the_widget_runs_headless_through_a_whole_draw():
     quiz.size.value = 7
     quiz.restart()
     assert quiz.index == 0 and quiz.answers == {} and len(quiz.questions) == 7
+
+
+def test_a_zero_progress_lag_is_not_taught_as_caught_up():
+    # Module 3's myth: an uncapped batch reads up to the latestOffset it was planned with, so this lag is always 0.
+    q = make("lag-zero")
+    right = q.options[LETTERS.index(q.key)]
+    assert "uncapped" in right and "falls behind" in right
+    assert "caught up" not in right and "keeps up" not in right
+
+
+def test_the_default_trigger_runs_no_batch_without_new_data():
+    # MicroBatchExecution skips the batch and sleeps pollingDelayMs when nothing new is there.
+    assert "idle" not in make("rate-default-trigger").why
+    assert "no batch" in make("rate-default-trigger").why
