@@ -1,5 +1,5 @@
-"""Per-learner variants, graded for real on 00-setup: another seed's solution scores full marks, and an answer
-worked out for one variant fails on another, with a note saying the numbers are not the learner's."""
+"""Per-learner variants, graded for real on 00-setup as a cohort of two learners: Ada's solution scores full marks
+on her variant, and Bob's answer, copied from Ada's numbers, fails on his with a note saying they are not his."""
 from __future__ import annotations
 
 import math
@@ -8,9 +8,9 @@ import re
 import nbformat
 import pytest
 
+from grader.cohort import grade_cohort
 from grader.course import SOURCE
-from grader.grading import grade_notebook
-from streamlab.variants import Variant
+from streamlab.variants import Variant, student_seed
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
 AID = "00-setup"
@@ -24,36 +24,40 @@ def numbers(seed: int) -> tuple[int, int]:
     return batches * v.choice("ex1.per_batch", PER_BATCH), batches
 
 
-def seeds_that_disagree() -> tuple[int, int]:
-    """Two seeds where the cap that is right for the first is wrong for the second."""
-    first = 1001
-    records, batches = numbers(first)
+def learners_who_disagree() -> tuple[str, str]:
+    """Two student ids where the cap that is right for the first one's variant is wrong for the second one's."""
+    records, batches = numbers(student_seed("ada", AID))
     cap = records // batches
-    for other in range(2000, 3000):
-        r, b = numbers(other)
+    for i in range(1000):
+        r, b = numbers(student_seed(f"bob{i}", AID))
         if math.ceil(r / cap) != b:
-            return first, other
-    raise AssertionError("no disagreeing seed found")
+            return "ada", f"bob{i}"
+    raise AssertionError("no disagreeing student id found")
 
 
 def test_another_seed_solution_full_marks_and_copied_numbers_fail(tmp_path, bootstrap):
-    mine, theirs = seeds_that_disagree()
-    solution = tmp_path / "solution" / f"{AID}.ipynb"
-    solution.parent.mkdir()
+    ada, bob = learners_who_disagree()
+    ada_seed, bob_seed = student_seed(ada, AID), student_seed(bob, AID)
+    solution = tmp_path / "subs" / ada / AID / f"{AID}.ipynb"
+    solution.parent.mkdir(parents=True)
     solution.write_bytes((SOURCE / AID / f"{AID}.ipynb").read_bytes())
-    full = grade_notebook(solution, seed=theirs, timeout=240)
-    assert (full.score, full.max_score) == (3, 3), [(e.grade_id, e.hint) for e in full.exercises]
 
-    records, batches = numbers(mine)
+    records, batches = numbers(ada_seed)
     nb = nbformat.read(SOURCE / AID / f"{AID}.ipynb", as_version=4)
     answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex1_cap")
-    answer.source = f"cap = {records // batches}  # worked out on variant {mine}"
+    answer.source = f"cap = {records // batches}  # worked out on variant {ada_seed}"
     setup = next(c for c in nb.cells if c.cell_type == "code")
-    setup.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"broker    x\nvariant   {mine} (...)\n")]
-    copied = tmp_path / "copied" / f"{AID}.ipynb"
-    copied.parent.mkdir()
+    setup.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"broker    x\nvariant   {ada_seed} (...)\n")]
+    copied = tmp_path / "subs" / bob / AID / f"{AID}.ipynb"
+    copied.parent.mkdir(parents=True)
     nbformat.write(nb, copied)
-    result = grade_notebook(copied, seed=theirs, timeout=240)
+
+    results = {r.student: r for r in grade_cohort(tmp_path / "subs", tmp_path / "out", workers=2, timeout=240,
+                                                   quiet=True)}
+    full = results[ada]
+    assert (full.score, full.max_score) == (3, 3), [(e.grade_id, e.hint) for e in full.exercises]
+    result = results[bob]
     ex1 = next(e for e in result.exercises if e.grade_id == "ex1_four_batches")
     assert ex1.points == 0, ex1
-    assert any(re.search(rf"variant {mine}, but yours is {theirs}.*not yours", n) for n in result.notes), result.notes
+    assert any(re.search(rf"variant {ada_seed}, but yours is {bob_seed}.*not yours", n) for n in result.notes), \
+        result.notes
