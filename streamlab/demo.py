@@ -17,14 +17,23 @@ ipykernel 7, but a widget's value set from any thread reaches the browser; and a
 only while no cell runs. So start() shows the box and returns; the demo runs in the background and ends by itself
 after `duration` seconds of batches (the "+30 s" button extends it); wait() in a later cell collects the result
 and replaces the box's saved output with a static picture, so a headless run still shows the chart.
+
+Extension points, so that a module's own demo is a configuration of this one (see `LiveDemo`): more source
+topics with their own producers and rate sliders (`sources`), sliders on knobs the configuration defines (`knobs`),
+a function called for every micro-batch from the demo's own foreachBatch (`on_batch`), panels of its own data on
+the shared time axis (`panels`), restarts after failures injected on purpose (`restart_on`), a last step that lets
+the query read everything produced (`drain`), and a few words of its own in the readout (`status`).
 """
 from __future__ import annotations
 
 import atexit
 import os
+import re
 import threading
 import time
 import weakref
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from . import lag as _lag
 from .lab import new_checkpoint
@@ -44,6 +53,44 @@ COLUMNS = ("batch", "time", "rows", "cap", "duration_ms", "input_rate", "process
            "partitions_read")
 
 _live: "weakref.WeakSet[LiveDemo]" = weakref.WeakSet()
+
+
+@dataclass
+class Source:
+    """One more topic the demo's query reads, fed by its own producer (record i = `value_fn(i)`, key `key_fn(i)`),
+    with its own rate slider, labelled `label`, when "rate" is a control."""
+
+    rate: int = 100
+    value_fn: Callable | None = None
+    key_fn: Callable | None = None
+    label: str = ""
+
+
+@dataclass
+class Knob:
+    """A slider on a knob the configuration defines: `apply(value)` runs when it moves (or the script moves it);
+    with `restart=True` the query then restarts on the same checkpoint, like the cap. `options`: a slider over
+    these values instead of the integer range lo..hi."""
+
+    name: str
+    label: str
+    value: Any
+    lo: int = 0
+    hi: int = 100
+    step: int = 1
+    options: tuple = ()
+    apply: Callable | None = None
+    restart: bool = False
+
+
+@dataclass
+class Panel:
+    """A chart panel of the configuration's own data on the demo's time axis: `draw(ax, demo, shift)` draws it,
+    `shift` added to every time in seconds since the demo started."""
+
+    title: str
+    ylabel: str
+    draw: Callable
 
 
 def _settings_text(s: dict) -> str:
@@ -77,6 +124,18 @@ class LiveDemo:
     query and producer stopped. What later cells read: `batches` (a DataFrame, one row per batch, also
     returned by wait()), `settings` / `values` (the knobs in force), `restarts`, `samples` (broker lag at each poll),
     `events` (every progress event, across restarts), `checkpoint`, `topic`.
+
+    Extension points (all optional; without them the demo is the one modules 0-5 use):
+    - `sources` {topic: Source}: more topics read by the same query, each fed by its own producer, with a rate
+      slider each; `value_fn` / `key_fn` / `label` make the main topic's records and name its slider.
+    - `knobs` [Knob]: sliders on the configuration's own knobs; `set(name, value)` and the script move them too.
+    - `on_batch(batch_df, batch_id)`: called for every micro-batch from the demo's own foreachBatch (instead of
+      its row count); what it raises fails the query.
+    - `panels` {name: Panel}: extra chart panels under Spark UI's, on the shared time axis, restarts marked.
+    - `restart_on` (strings): a query that fails with one of them in its error is restarted on the same checkpoint
+      at once, marked on the chart like any restart (an injected crash); Spark's log of it is silenced.
+    - `drain`: at the end, stop the producers first and let the query read all they sent (at most 60 s).
+    - `status(demo)`: a few words appended to the readout.
     """
 
     def __init__(self, spark, topic: str, *, rate: int = 200, max_offsets: int | None = None,
@@ -84,8 +143,18 @@ class LiveDemo:
                  duration: float = 60.0, starting_offsets: str = "latest", controls=("rate", "cap"),
                  burst: int = 5_000, script=(), script_in: str = "seconds", script_until_touched: bool = False,
                  stop_after_script: int | None = None, stop_when_caught_up=None, charts=CHARTS,
-                 lag_lines: str = "partitions", title: str = "", bootstrap: str | None = None):
+                 lag_lines: str = "partitions", title: str = "", bootstrap: str | None = None,
+                 sources: dict | None = None, value_fn: Callable | None = None, key_fn: Callable | None = None,
+                 label: str = "", knobs=(), on_batch: Callable | None = None, panels: dict | None = None,
+                 restart_on=(), drain: bool = False, status: Callable | None = None):
         self.spark, self.topic, self.title = spark, topic, title
+        self.sources = dict(sources or {})
+        self.topics = [topic, *(t for t in self.sources if t != topic)]
+        self.value_fn, self.key_fn, self.label = value_fn, key_fn, label or topic
+        self.knobs = {k.name: k for k in knobs}
+        self.knob_values = {k.name: k.value for k in knobs}  # the configuration's knobs, as last moved
+        self.on_batch, self.panels = on_batch, dict(panels or {})
+        self.restart_on, self.drain, self.status = tuple(restart_on), drain, status
         self.bootstrap = bootstrap
         self._settings = {"rate": int(rate), "cap": int(max_offsets) if max_offsets else None,
                           "trigger_seconds": float(trigger_seconds), "cost_ms": float(cost_ms),
@@ -124,6 +193,8 @@ class LiveDemo:
         self._run_stop = threading.Event()
         self._tasks: dict = {}  # (run, batch id) -> tasks, written by foreachBatch
         self._query = self._producer = self._consumer = self._thread = None
+        self._producers: dict = {}  # the `sources`' producers, by topic
+        self._quiet = None
         self._t0 = self._wall0 = 0.0
         self._position: dict = {}
         self._seen = -1
@@ -213,8 +284,8 @@ class LiveDemo:
         trigger, cost and minPartitions by restarting the query on the same checkpoint."""
         if self.ended:
             return  # nothing acts after the demo ended
-        if knob not in KNOBS:
-            raise ValueError(f"unknown knob {knob!r}; one of {KNOBS}")
+        if knob not in KNOBS and knob not in self.knobs and knob.removeprefix("rate:") not in self.sources:
+            raise ValueError(f"unknown knob {knob!r}; one of {(*KNOBS, *self.knobs, *self._rate_knobs())}")
         if not self._auto:
             self._touched = True
             if self.script_until_touched:
@@ -227,12 +298,29 @@ class LiveDemo:
                 self._note(f"{int(value)}/s", restart=False)
             elif knob == "partitions":
                 self._grow(int(value))
+            elif knob.startswith("rate:"):
+                source = self.sources[knob.removeprefix("rate:")]
+                source.rate = int(value)
+                if knob[5:] in self._producers:
+                    self._producers[knob[5:]].set_rate(int(value))
+                self._note(f"{source.label or knob[5:]} {int(value)}/s", restart=False)
+            elif knob in self.knobs:
+                self.knob_values[knob] = value
+                if self.knobs[knob].apply is not None:
+                    self.knobs[knob].apply(value)
+                if self.knobs[knob].restart:
+                    self._pending_restart.append(knob)
+                else:
+                    self._note(f"{knob.replace('_', ' ')} {value}", restart=False)
             else:
                 key = {"cap": "cap", "trigger": "trigger_seconds", "cost": "cost_ms",
                        "min_partitions": "min_partitions"}[knob]
                 self._wanted[key] = value
                 self._pending_restart.append(knob)
         self._wake.set()
+
+    def _rate_knobs(self) -> list[str]:
+        return [f"rate:{t}" for t in self.sources]
 
     def burst(self, n: int | None = None) -> None:
         """Make the producer send `n` extra records at once (the burst button's size by default)."""
@@ -281,7 +369,10 @@ class LiveDemo:
 
         s = self._settings
         if "rate" in self.controls:
-            self._sliders["rate"] = slider("producer rate (rec/s)", s["rate"], 0, 5000, 50)
+            name = f"{self.label} (rec/s)" if self.sources else "producer rate (rec/s)"
+            self._sliders["rate"] = slider(name, s["rate"], 0, 5000, 50)
+            for topic, source in self.sources.items():
+                self._sliders[f"rate:{topic}"] = slider(f"{source.label or topic} (rec/s)", source.rate, 0, 5000, 50)
         if "cap" in self.controls:
             self._sliders["cap"] = slider("maxOffsetsPerTrigger (0=none)", s["cap"] or 0, 0, 10_000, 100)
         if "trigger" in self.controls:
@@ -292,7 +383,15 @@ class LiveDemo:
             self._sliders["partitions"] = slider("topic partitions", s["partitions"] or 1, 1, 12)
         if "min_partitions" in self.controls:
             self._sliders["min_partitions"] = slider("minPartitions (0 = unset)", s["min_partitions"], 0, 16)
-        convert = {"cap": lambda v: v or None, "trigger": lambda v: v / 1000, "cost": lambda v: v / 1000}
+        for knob in self.knobs.values():
+            if knob.options:
+                self._sliders[knob.name] = W.SelectionSlider(
+                    options=list(knob.options), value=knob.value, description=knob.label, continuous_update=False,
+                    style={"description_width": "210px"}, layout=W.Layout(width="470px"))
+            else:
+                self._sliders[knob.name] = slider(knob.label, knob.value, knob.lo, knob.hi, knob.step)
+        convert = {"cap": lambda v: v or None, "trigger": lambda v: v / 1000, "cost": lambda v: v / 1000,
+                   **{name: (lambda v: v) for name in self.knobs}}
         for knob, widget in self._sliders.items():
             widget.observe(lambda change, k=knob: self.set(k, convert.get(k, int)(change["new"])), names="value")
         if "burst" in self.controls:
@@ -340,6 +439,13 @@ class LiveDemo:
         self._t0, self._wall0 = time.monotonic(), time.time()  # the clock starts with the producer
         self.timeline.append((0.0, self.settings))
         self._producer = self._new_producer()
+        for topic, source in self.sources.items():
+            self._producers[topic] = self._source_producer(topic, source)
+        if self.restart_on:  # failures on purpose: the chart shows them, Spark's log need not
+            from .replay import quiet_query_errors
+
+            self._quiet = quiet_query_errors(self.spark)
+            self._quiet.__enter__()
         self._query = self._start_query()
         _live.add(self)
         self._show()
@@ -388,26 +494,34 @@ class LiveDemo:
 
         # With a partitions control, write round-robin to every partition so each has records in every batch.
         parts = range(self._settings["partitions"]) if "partitions" in self.controls else None
-        return BackgroundProducer(self.topic, rate=self._settings["rate"], partitions=parts,
+        return BackgroundProducer(self.topic, rate=self._settings["rate"], partitions=parts, key_fn=self.key_fn,
+                                  value_fn=self.value_fn, bootstrap=self.bootstrap).start()
+
+    def _source_producer(self, topic: str, source: Source):
+        from .producer import BackgroundProducer
+
+        return BackgroundProducer(topic, rate=source.rate, key_fn=source.key_fn, value_fn=source.value_fn,
                                   bootstrap=self.bootstrap).start()
 
     def _start_query(self):
         s = self._settings
         reader = (self.spark.readStream.format("kafka")
                   .option("kafka.bootstrap.servers", self.bootstrap)
-                  .option("subscribe", self.topic)
+                  .option("subscribe", ",".join(self.topics))
                   .option("startingOffsets", self.starting_offsets))
         if s["cap"]:
             reader = reader.option("maxOffsetsPerTrigger", str(s["cap"]))
         if s["min_partitions"]:
             reader = reader.option("minPartitions", str(s["min_partitions"]))
         cost_s, stop, run, tasks = s["cost_ms"] / 1000, self._run_stop, self._run, self._tasks
-        count_tasks = "tasks" in self.charts
+        count_tasks, on_batch = "tasks" in self.charts, self.on_batch
 
         def process(batch_df, batch_id):
             if count_tasks:
                 tasks[(run, batch_id)] = batch_df.rdd.getNumPartitions()  # the read tasks of this batch
-            rows = batch_df.count()
+            if on_batch is not None:
+                on_batch(batch_df, batch_id)
+            rows = batch_df.count() if on_batch is None or cost_s else 0
             if cost_s and rows:
                 stop.wait(rows * cost_s)  # the simulated work ends early when the query is stopped
 
@@ -445,15 +559,63 @@ class LiveDemo:
         at = self.now()  # before start(): the new query may plan its first batch before start() returns
         self._query = self._start_query()
         changed = [_knob_text(k, self._settings[k]) for k in wanted if self._settings[k] != before[k]]
+        changed += [f"{self.knobs[k].label} {self.knob_values[k]}" for k in dict.fromkeys(knobs) if k in self.knobs]
         self.restarts.append((at, "restart: " + (", ".join(changed) or "same settings")))
         self.timeline.append((at, self.settings))
+
+    def _restart_after(self, query, exc) -> bool:
+        """Restart a query that failed with one of `restart_on` in its error on the same checkpoint (True), else
+        leave it failed (False)."""
+        text = str(exc)
+        marker = next((m for m in self.restart_on if m in text), None)
+        if marker is None:
+            return False
+        self._collect(query)  # the batches it finished before the failure
+        line = next(line for line in text.splitlines() if marker in line)
+        # its first clause: a marker's label stands on the chart, vertically, and must fit a panel's height
+        reason = re.split(r"\s*SQLSTATE|[,;)'\"\\]", line[line.index(marker) + len(marker):])[0].strip(" :")[:30]
+        self._run += 1
+        self._run_stop = threading.Event()
+        self._seen = -1
+        at = self.now()
+        self._query = self._start_query()
+        self.restarts.append((at, f"crash: {reason or marker}"))
+        self.timeline.append((at, self.settings))
+        return True
+
+    def _drain(self, timeout: float = 60.0) -> None:
+        """Stop the producers and let the query read what they sent (it stops between batches afterwards)."""
+        for producer in [self._producer, *self._producers.values()]:
+            if producer is not None:
+                producer.stop()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            query = self._query
+            if query is None or not query.isActive:
+                if query is not None and query.exception() is not None and self._restart_after(
+                        query, query.exception()):
+                    continue
+                return
+            self._collect(query)
+            latest = self._latest()
+            if all(self._position.get(k, 0) >= v for k, v in latest.items() if v):
+                self._sample(self.now())  # the readout's last lag: 0
+                return
+            time.sleep(0.3)
 
     def _latest(self) -> dict:
         from kafka import TopicPartition
 
-        parts = self._consumer.partitions_for_topic(self.topic) or set()
-        ends = self._consumer.end_offsets([TopicPartition(self.topic, p) for p in parts])
-        return {tp.partition: off for tp, off in ends.items()}
+        wanted = [TopicPartition(t, p) for t in self.topics for p in (self._consumer.partitions_for_topic(t) or set())]
+        ends = self._consumer.end_offsets(wanted)
+        return {self._key(tp.topic, tp.partition): off for tp, off in ends.items()}
+
+    def _key(self, topic: str, partition: int):
+        """A partition's key in positions and samples: its number (one topic), or "<label>:<number>" (several)."""
+        if len(self.topics) == 1:
+            return partition
+        source = self.sources.get(topic)
+        return f"{(source.label if source else self.label) or topic}:{partition}"
 
     def _planned(self, progress: dict, default: float) -> float:
         from datetime import datetime
@@ -478,8 +640,12 @@ class LiveDemo:
         self.events.append(p)
         sources = p.get("sources") or [{}]
         source = sources[0]
-        start = _lag._offsets(source.get("startOffset")).get(self.topic, {})
-        end = _lag._offsets(source.get("endOffset")).get(self.topic)
+        starts, ends = _lag._offsets(source.get("startOffset")), _lag._offsets(source.get("endOffset"))
+        if len(self.topics) == 1:
+            start, end = starts.get(self.topic, {}), ends.get(self.topic)
+        else:
+            start = {self._key(t, k): v for t in self.topics for k, v in starts.get(t, {}).items()}
+            end = {self._key(t, k): v for t in self.topics for k, v in ends.get(t, {}).items()} or None
         if end is not None:
             self._position = end
         if latest is None:
@@ -519,8 +685,11 @@ class LiveDemo:
                 if knob == "burst":
                     self.burst(int(value))
                 else:
-                    self.marks.append((now, f"{knob} {value}" if knob != "rate" else f"{int(value)}/s"))
-                    if knob in self._sliders:  # the same path as a move in the browser, and the browser shows it
+                    name = knob.replace("_", " ") if knob in self.knobs else knob
+                    self.marks.append((now, f"{name} {value}" if knob != "rate" else f"{int(value)}/s"))
+                    if knob in self.knobs and knob in self._sliders:
+                        self._sliders[knob].value = value
+                    elif knob in self._sliders:  # the same path as a move in the browser, and the browser shows it
                         shown = {"trigger": value * 1000, "cost": value * 1000, "cap": value or 0}.get(knob, value)
                         self._sliders[knob].value = int(shown)
                     else:
@@ -564,6 +733,8 @@ class LiveDemo:
             query = self._query
             if not query.isActive:  # stopped by cleanup(), or failed
                 exc = query.exception()
+                if exc is not None and self._restart_after(query, exc):
+                    continue
                 if exc is not None:
                     self.error = str(exc).splitlines()[0]
                     self.warn(f"the query failed: {self.error[:300]}")
@@ -572,6 +743,8 @@ class LiveDemo:
             self._apply_script(now)
             self._collect(query)
             lag = self._sample(now)
+            if not self._query.isActive:
+                continue  # failed while we looked: restart it (or end) before the next poll
             self._readout.value = f"<code>{self.readout(now)}</code>"
             if time.monotonic() - self._last_draw >= REDRAW_EVERY_S:
                 self._image.value = self.png()
@@ -596,12 +769,22 @@ class LiveDemo:
                 return
             self.ended = True
         self._done.set()
+        if self.drain and self.error is None:
+            try:
+                self._drain()
+            except Exception:
+                pass  # the broker or the session is gone: stop what is left
         try:
             self._stop_query()
         except Exception:
             pass  # already stopped by cleanup(), or the broker is gone
         if self._producer is not None:
             self._producer.stop()
+        for producer in self._producers.values():
+            producer.stop()
+        if self._quiet is not None:
+            self._quiet.__exit__(None, None, None)
+            self._quiet = None
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
@@ -618,19 +801,22 @@ class LiveDemo:
         """The one line of current numbers under the controls."""
         last = self.history[-1] if self.history else None
         sample = self.samples[-1] if self.samples else {"lag": 0, "partitions": {}}
-        parts = " / ".join(f"p{k} {v}" for k, v in sample["partitions"].items())
+        prefix = "p" if len(self.topics) == 1 else ""
+        parts = " / ".join(f"{prefix}{k} {v}" for k, v in sample["partitions"].items())
         cap = self._settings["cap"]
         left = self.time_left(now)
         batch = f"last batch {last['rows']} rows in {last['duration_ms']} ms" if last else "last batch -"
-        return (f"t={now:5.1f}s · producer {self._settings['rate']} rec/s · cap {cap if cap else 'none'} · "
-                f"batches {len(self.history)} · {batch} · lag {sample['lag']} ({parts})"
+        rate = self._settings["rate"] + sum(s.rate for s in self.sources.values())
+        extra = f" · {self.status(self)}" if self.status is not None else ""
+        return (f"t={now:5.1f}s · producer {rate} rec/s · cap {cap if cap else 'none'} · "
+                f"batches {len(self.history)} · {batch} · lag {sample['lag']} ({parts}){extra}"
                 + (f" · {left:.0f} s left" if left is not None and not self.ended else ""))
 
     def figure(self):
         """Spark UI's charts of this demo on one time axis, as a matplotlib Figure."""
         title = self.title or f"topic {self.topic}"
-        return figure({title: self}, charts=self.charts, title=f"{title}\n{_settings_text(self._settings)}",
-                      lag_lines=self.lag_lines)
+        return figure({title: self}, charts=(*self.charts, *self.panels),
+                      title=f"{title}\n{_settings_text(self._settings)}", lag_lines=self.lag_lines)
 
     def png(self) -> bytes:
         """The chart as PNG bytes."""
@@ -682,11 +868,12 @@ def _step(timeline: list, key: str, end: float, scale: float = 1.0):
 
 def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total", width: float = 9.0):
     """Demos {label: LiveDemo} on one shared time axis (the wall clock of the earliest): one panel per chart of
-    `charts` ("rates", "duration", "rows", "lag", "tasks"), restarts as red dashed lines, bursts and script steps
-    dotted."""
+    `charts` ("rates", "duration", "rows", "lag", "tasks", or the name of a demo's own `Panel`), restarts as red
+    dashed lines, bursts and script steps dotted."""
     from matplotlib.figure import Figure
 
-    charts = [c for c in charts if c in ("rates", "duration", "rows", "lag", "tasks")] or list(CHARTS)
+    own = {name: p for d in demos.values() for name, p in d.panels.items()}
+    charts = [c for c in charts if c in ("rates", "duration", "rows", "lag", "tasks") or c in own] or list(CHARTS)
     fig = Figure(figsize=(width, 0.5 + 1.45 * len(charts)))
     axes = fig.subplots(len(charts), 1, sharex=True, squeeze=False)[:, 0]
     panel = dict(zip(charts, axes))
@@ -746,6 +933,9 @@ def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total"
             mx, my = _step(demo.timeline, "min_partitions", end - shift)
             ax.step([x + shift for x in mx], my, where="post", color=RESTART_COLOR, linestyle="--", linewidth=1,
                     label=f"{name}minPartitions (0 = unset)")
+        for name, p in demo.panels.items():
+            if name in panel:
+                p.draw(panel[name], demo, shift)
         for t, text in demo.restarts:
             for ax in axes:
                 ax.axvline(t + shift, color=RESTART_COLOR, linestyle="--", linewidth=1.2, alpha=0.9)
@@ -762,12 +952,12 @@ def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total"
              "rows": "rows per batch vs the cap", "lag": "lag (broker's latest − query's position)",
              "tasks": "tasks per batch vs topic partitions and minPartitions"}
     for key, ax in panel.items():
-        ax.set_ylabel(labels[key], fontsize=8)
+        ax.set_ylabel(labels[key] if key in labels else own[key].ylabel, fontsize=8)
         ax.set_ylim(bottom=0)
         ax.tick_params(labelsize=7)
-        ax.set_title(heads[key], fontsize=8, loc="left", pad=3, color="#333333")
+        ax.set_title(heads[key] if key in heads else own[key].title, fontsize=8, loc="left", pad=3, color="#333333")
         handles, names = ax.get_legend_handles_labels()
-        if handles:
+        if handles and ax.get_legend() is None:  # a panel of its own may have made its legend already
             ax.legend(handles, names, fontsize=6.5, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
     axes[0].set_xlim(0, end + 0.5)
     axes[-1].set_xlabel("seconds since the demo started")

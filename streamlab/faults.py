@@ -11,8 +11,10 @@ A crash anywhere before `commits/N` makes the restart re-run batch N with the sa
   commit, so there the batch is let finish and `commits/N` is removed: a restart reads only the checkpoint, and it
   then holds exactly what a process killed between the write and the commit leaves behind.
 
-Each run uses `trigger(availableNow=True)`: it processes what is in the topic and stops, so every crash and every
-restart is one run, and nothing depends on timing.
+Each run of a `CrashTest` uses `trigger(availableNow=True)`: it processes what is in the topic and stops, so every
+crash and every restart is one run, and nothing depends on timing. `CrashDemo` shows the same live, on the course's
+`LiveDemo`: one running query writes each batch to every sink, crashes where the sliders say, and is restarted on
+its checkpoint after each crash.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import checkpoint as ck
+from .demo import Knob, LiveDemo, Panel
 
 POINTS = ("before write", "mid write", "after write")
 MARK = "streamlab injected crash"
@@ -78,7 +81,7 @@ def crash_targets(point: str, ranges: dict, rng: random.Random, last: bool = Fal
     return []
 
 
-def with_crash(df, targets):
+def with_crash(df, targets, reason: str = "mid-batch, at a chosen record"):
     """`df` whose task fails (Spark's raise_error) when it reaches one of the (partition, offset) `targets`."""
     from pyspark.sql import functions as F
 
@@ -88,7 +91,7 @@ def with_crash(df, targets):
     for partition, offset in targets:
         cond = (F.col("partition") == partition) & (F.col("offset") == offset)
         hit = cond if hit is None else hit | cond
-    return df.where(F.when(hit, F.raise_error(F.lit(f"{MARK}: mid-batch, at a chosen record"))).otherwise(True))
+    return df.where(F.when(hit, F.raise_error(F.lit(f"{MARK}: {reason}"))).otherwise(True))
 
 
 def crashing(write_batch, point: str | None):
@@ -345,114 +348,152 @@ def elapsed(start: float) -> str:
     return f"{time.monotonic() - start:.1f} s"
 
 
-# -- the live panel ------------------------------------------------------------------------------------------------
+# -- the live demo: the crash point and rate on sliders, a running tally of each sink side by side --------------
 
-COLORS = {"written": "#55a868", "duplicated": "#dd8452", "lost": "#c44e52"}
-
-
-def tally_figure(counts: dict, title: str = "", width: float = 8.5, height: float = 3.4):
-    """Grouped bars per sink: records written once, extra copies, records lost; the crashes under each name."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height))
-    ax = fig.add_subplot()
-    names = list(counts)
-    for i, kind in enumerate(("written", "duplicated", "lost")):
-        xs = [n + (i - 1) * 0.26 for n in range(len(names))]
-        ys = [counts[name].get(kind, 0) for name in names]
-        bars = ax.bar(xs, ys, width=0.26, color=COLORS[kind], label=kind)
-        for bar, y in zip(bars, ys):
-            ax.annotate(str(y), (bar.get_x() + bar.get_width() / 2, y), ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(range(len(names)), [f"{n}\n{counts[n].get('crashes', 0)} crashes, {counts[n].get('runs', 0)} runs"
-                                      for n in names], fontsize=8)
-    ax.set_ylabel("records (counted at the destination)")
-    ax.legend(fontsize=8, loc="upper right")
-    ax.set_title(title, fontsize=10)
-    ax.margins(y=0.15)
-    return fig
+CHOICES = ("random", *POINTS)
+SINK_COLORS = ("#8c8c8c", "#4c72b0", "#8172b3", "#55a868")
+TALLY_EVERY_S = 2.0  # counting at four destinations costs about a second: not after every batch
 
 
-class CrashPanel:
-    """Sliders for how many crashes each sink takes and where in the batch they land; a run button; the tally of
-    each sink side by side, redrawn after every round.
+class CrashingSinks:
+    """A per-batch hook (a LiveDemo's `on_batch`): each micro-batch is written to every sink in turn, and every
+    `every`-th batch (0: none) crashes once at `point` ("random": a random point each time), so Spark replays it.
 
-    Every run starts from scratch: a fresh source topic, fresh destinations and checkpoints (`make_sinks()`).
-    `run()` from a cell runs with the sliders' values and leaves a static chart for saved notebooks; the button does
-    the same from the browser between cells.
+    "before write" raises before any sink wrote; "mid write" makes a task of one sink's write (chosen at random,
+    the sinks before it have written) fail on a record chosen at random; "after write" raises after every sink
+    wrote, before Spark's commit. `tallies` holds, every few seconds, what each destination holds of the ids of the
+    batches written through so far; `crashes` one entry per crash.
     """
 
-    def __init__(self, spark, make_sinks, crashes: int = 10, rounds: int = 3, chunk: int = 40, point: str = "random",
-                 seed: int = 0):
-        import ipywidgets as W
+    def __init__(self, sinks: dict, point: str = "random", every: int = 2, seed: int = 0, clock=time.monotonic):
+        self.sinks, self.point, self.every, self.clock = dict(sinks), point, int(every), clock
+        self.rng = random.Random(seed)
+        self.ids: set = set()  # the ids of the batches every sink wrote
+        self.crashes: list[dict] = []
+        self.tallies: list[dict] = []
+        self._crashed: set = set()
+        self._counted = 0.0
 
-        from .widgets import slider
+    def set_point(self, point: str) -> None:
+        """Crash at `point` from the next crash on ("random", or one of POINTS)."""
+        self.point = point
 
-        self.spark, self.make_sinks, self.seed = spark, make_sinks, seed
-        self.crashes = slider("crashes per sink", crashes, 0, 20)
-        self.rounds = slider("rounds (× chunk records)", rounds, 1, 6)
-        self.chunk = chunk
-        self.point = W.Dropdown(options=["random", *POINTS], value=point, description="crash point",
-                                style={"description_width": "160px"})
-        self.button = W.Button(description="run", icon="play", layout=W.Layout(width="120px"))
-        self.readout = W.HTML("<code>not run yet</code>")
-        self.image = W.Image(format="png", layout=W.Layout(max_width="100%"))
-        self.button.on_click(lambda _: self._clicked())
-        self.box = W.VBox([self.crashes, self.rounds, self.point, W.HBox([self.button, self.readout]), self.image])
-        self.test: CrashTest | None = None
-        self.counts: dict = {}
+    def set_every(self, every: int) -> None:
+        """Crash every `every`-th batch from now on (0: no more crashes)."""
+        self.every = int(every)
 
-    def show(self) -> None:
-        """Display the controls and the chart."""
-        from IPython.display import display
+    def __call__(self, batch_df, batch_id: int) -> None:
+        from pyspark.sql import functions as F
 
-        display(self.box)
+        df = batch_df.selectExpr("topic", "partition", "offset", "cast(cast(value AS string) AS long) AS id")
+        point = None
+        if self.every and batch_id % self.every == 0 and batch_id not in self._crashed:
+            self._crashed.add(batch_id)
+            point = self.point if self.point in POINTS else self.rng.choice(POINTS)
+        victim = self.rng.randrange(len(self.sinks)) if point == "mid write" else None
+        if point == "before write":
+            self._crash(batch_id, point, "")
+            raise InjectedCrash(f"{MARK}: before write, batch {batch_id}")
+        for i, (name, sink) in enumerate(self.sinks.items()):
+            if i == victim:
+                ranges = {r["partition"]: (r["start"], r["end"]) for r in df.groupBy("partition").agg(
+                    F.min("offset").alias("start"), (F.max("offset") + 1).alias("end")).collect()}
+                targets = crash_targets("mid write", ranges, self.rng)
+                self._crash(batch_id, point, name, targets)
+                sink.write_batch(with_crash(df, targets, f"mid write, batch {batch_id}, {name}"), batch_id)
+                raise InjectedCrash(f"{MARK}: mid write, batch {batch_id}, {name}")  # the record was not reached
+            sink.write_batch(df, batch_id)
+        if point == "after write":
+            self._crash(batch_id, point, "")
+            raise InjectedCrash(f"{MARK}: after write, batch {batch_id}")
+        self.ids.update(r["id"] for r in df.select("id").collect())
+        if self.clock() - self._counted >= TALLY_EVERY_S:
+            self.count()
 
-    def _clicked(self) -> None:
-        try:
-            self.run(static=False)
-        except Exception as exc:  # shown in the widget: a callback's exception would otherwise be lost
-            from .replay import short_error
+    def _crash(self, batch_id: int, point: str, sink: str, targets=()) -> None:
+        self.crashes.append({"t": round(self.clock(), 2), "batch": batch_id, "point": point, "sink": sink or "all",
+                             "where": ", ".join(f"partition {p} offset {o}" for p, o in targets)})
 
-            self.readout.value = f"<b>failed:</b> {short_error(exc)}"
+    def count(self, sent=None) -> dict:
+        """{sink: {'written', 'duplicated', 'lost'}} of `sent` (default: the ids written through so far), counted at
+        each destination; also kept in `tallies`."""
+        self._counted = self.clock()
+        counts = {name: tally(sink.delivered(), self.ids if sent is None else sent)
+                  for name, sink in self.sinks.items()}
+        self.tallies.append({"t": round(self._counted, 2), "counts": counts})
+        return counts
 
-    def run(self, static: bool = True):
-        """Run with the controls' values; returns the tallies as a DataFrame (and shows a static chart)."""
+    def status(self, demo=None) -> str:
+        """The last tally in a few words (for the demo's readout)."""
+        crashes = f"{len(self.crashes)} crashes"
+        if not self.tallies:
+            return crashes
+        last = self.tallies[-1]["counts"]
+        return crashes + " · " + " · ".join(f"{name}: {c['written']} once, {c['duplicated']} dup, {c['lost']} lost"
+                                            for name, c in last.items())
+
+    def panel(self, kind: str):
+        """A LiveDemo panel: each sink's `kind` ("duplicated" or "lost") over time, one line per sink."""
+        def draw(ax, demo, shift):
+            for i, name in enumerate(self.sinks):
+                xs = [e["t"] + shift for e in self.tallies]
+                ys = [e["counts"][name][kind] for e in self.tallies]
+                ax.step(xs, ys, where="post", color=SINK_COLORS[i % len(SINK_COLORS)], marker="o", markersize=3,
+                        linewidth=2.2 - 0.4 * i, label=name)
+            top = max([e["counts"][name][kind] for e in self.tallies for name in self.sinks], default=0)
+            ax.set_ylim(0, max(top, 1) * 1.15)  # whole records: a flat zero line reads as 0, not 0.00
+
+        heads = {"duplicated": "extra copies at each destination (duplicated)",
+                 "lost": "records lost at each destination"}
+        return Panel(heads[kind], kind, draw)
+
+
+class CrashDemo(LiveDemo):
+    """The crash lab on the course's live demo: a producer feeds ids to `topic`, one query writes every micro-batch
+    to the `sinks` side by side (a `CrashingSinks` hook), sliders choose the crash point and how often a batch
+    crashes, each crash restarts the query on the same checkpoint (a red marker), and panels show each sink's
+    duplicates and losses as they happen. At the end the producer stops and the query reads what is left; wait()
+    then counts once more, against the source topic read with kafka-python (`tallies()`).
+    """
+
+    def __init__(self, spark, sinks: dict, topic: str, rate: int = 40, every: int = 2, point: str = "random",
+                 duration: float = 25.0, seed: int = 0, title: str = "four sinks, one query, injected crashes"):
+        self.sinks = dict(sinks)
+        self.hook = CrashingSinks(self.sinks, point, every, seed)
+        knobs = [Knob("crash_point", "crash point", point, options=CHOICES, apply=self.hook.set_point),
+                 Knob("crash_every", "crash every N batches (0 = never)", every, 0, 5, apply=self.hook.set_every)]
+        super().__init__(spark, topic, rate=rate, trigger_seconds=1.0, duration=duration, starting_offsets="earliest",
+                         controls=("rate",), value_fn=str, key_fn=str, label="ids", knobs=knobs, on_batch=self.hook,
+                         charts=("rows",), restart_on=(MARK,), drain=True, status=self.hook.status, title=title,
+                         panels={"duplicated": self.hook.panel("duplicated"), "lost": self.hook.panel("lost")})
+        self.hook.clock = self.now
+
+    def _drain(self, timeout: float = 60.0) -> None:
+        self.hook.every = 0  # no more crashes once the demo is over: the query reads what is left, then stops
+        super()._drain(timeout)
+
+    def wait(self):
+        """As LiveDemo.wait() (one row per batch), after a last count at every destination against the source."""
+        batches = super().wait()
+        self.hook.count(self.sent())
+        self._freeze()  # the static chart with the last count
+        return batches
+
+    def sent(self) -> list[int]:
+        """The ids in the source topic, read with kafka-python (not with Spark)."""
+        from .sinks import read_topic
+
+        return [int(value) for _, _, value in read_topic(self.topic)]
+
+    def tallies(self):
+        """Crashes, and written / duplicated / lost per sink at the last count: a DataFrame, one row per sink."""
         import pandas as pd
-        from IPython.display import Image, display
 
-        from .lab import new_topic
+        counts = self.hook.tallies[-1]["counts"] if self.hook.tallies else self.hook.count(self.sent())
+        return pd.DataFrame({name: {"crashes": len(self.hook.crashes), **c} for name, c in counts.items()}).T
 
-        started = time.monotonic()
-        source = new_topic("crash-source", partitions=2)
-        self.test = CrashTest(self.spark, self.make_sinks(), source, chunk=self.chunk)
-        points = POINTS if self.point.value == "random" else (self.point.value,)
-        rounds, crashes = self.rounds.value, self.crashes.value
+    def crash_log(self):
+        """Every injected crash: seconds since the start, batch, point, the sink being written (mid write), where."""
+        import pandas as pd
 
-        def redraw(test: CrashTest) -> None:
-            self.counts = test.tallies()
-            self.readout.value = (f"<code>round {test.rounds}/{rounds} · {test.sent} records sent · "
-                                  f"{elapsed(started)}</code>")
-            self.image.value = _png(tally_figure(self.counts, self.title(rounds, crashes)))
-
-        self.readout.value = "<code>running …</code>"
-        try:
-            self.test.run(crashes, rounds, seed=self.seed, points=points, on_round=redraw)
-        finally:
-            self.test.close()
-        self.readout.value = self.readout.value.replace("</code>", " · done</code>")
-        if static:
-            display(Image(self.image.value))
-        return pd.DataFrame(self.counts).T
-
-    def title(self, rounds: int, crashes: int) -> str:
-        """The chart's title for a run."""
-        where = "random points" if self.point.value == "random" else self.point.value
-        return f"{rounds * self.chunk} records, {crashes} crashes per sink at {where}"
-
-
-def _png(fig) -> bytes:
-    import io
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=80, bbox_inches="tight")
-    return buf.getvalue()
+        return pd.DataFrame(self.hook.crashes, columns=["t", "batch", "point", "sink", "where"])

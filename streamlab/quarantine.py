@@ -9,12 +9,9 @@ messages silently. `parse` names the problem of every row instead, so nothing ca
 from __future__ import annotations
 
 import json
-import threading
 import time
-from dataclasses import dataclass, field
 
-from .lab import new_checkpoint
-from .widgets import LiveChart, finish_two_axes, png, slider
+from .demo import Knob, LiveDemo, Panel, Source
 
 CORRUPT = "_corrupt"  # the column from_json fills with a message it could not parse
 HEADERS = ("source-topic", "source-partition", "source-offset", "error")
@@ -122,17 +119,18 @@ class Router:
     """A foreachBatch function: rows routed by their `topic` column, each topic parsed with its own schema, good
     rows written as JSON to that topic's clean topic, malformed ones to the quarantine topic with their headers.
 
-    `history` holds one entry per batch: {'batch', 'at' (s since the router was made), 'clean': {source: n},
-    'quarantined': {source: n}}.
+    `history` holds one entry per batch: {'batch', 'at' (s by `clock`, default since the router was made),
+    'clean': {source: n}, 'quarantined': {source: n}}.
     """
 
-    def __init__(self, schemas: dict, clean: dict, quarantine_topic: str, bootstrap: str | None = None):
+    def __init__(self, schemas: dict, clean: dict, quarantine_topic: str, bootstrap: str | None = None, clock=None):
         from .broker import ensure_broker
 
         self.schemas, self.clean, self.quarantine_topic = dict(schemas), dict(clean), quarantine_topic
         self.bootstrap = bootstrap or ensure_broker()
         self.history: list[dict] = []
-        self._t0 = time.monotonic()
+        t0 = time.monotonic()
+        self.clock = clock or (lambda: time.monotonic() - t0)
 
     def __call__(self, batch_df, batch_id) -> None:
         from functools import reduce
@@ -156,7 +154,7 @@ class Router:
             routed.unpersist()
         finally:
             batch_df.unpersist()
-        entry = {"batch": batch_id, "at": round(time.monotonic() - self._t0, 2),
+        entry = {"batch": batch_id, "at": round(self.clock(), 2),
                  "clean": {s: 0 for s in self.schemas}, "quarantined": {s: 0 for s in self.schemas}}
         for r in counts:
             entry["clean" if r["good"] else "quarantined"][r["topic"]] += r["count"]
@@ -287,193 +285,86 @@ def replay(quarantine_topic: str, repair, bootstrap: str | None = None) -> dict:
 
 # -- the live demo: a slider for the share of malformed messages, rows per topic per batch -----------------------
 
-class RoutingChart(LiveChart):
-    """Rows per batch, stacked by source topic, with the quarantined ones on top in red, and the quarantine's
-    running total as a line."""
+class RoutingDemo(LiveDemo):
+    """Two producers → topics with different schemas → the course's live demo, whose query routes every batch with
+    a `Router` (its `router`): good rows to clean topics, malformed ones to the quarantine topic.
 
-    def __init__(self, sources: dict, title: str = ""):
-        super().__init__(title)
-        self.sources = sources  # {topic: short label}
-        self.entries: list[dict] = []
-
-    def figure(self):
-        """Draw the batches into a new matplotlib figure."""
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=self.size)
-        ax = fig.add_subplot()
-        xs = [e["at"] for e in self.entries]
-        bottom = [0] * len(xs)
-        for i, (topic, label) in enumerate(self.sources.items()):
-            ys = [e["clean"].get(topic, 0) for e in self.entries]
-            ax.bar(xs, ys, bottom=bottom, width=0.6, color=COLORS[i % len(COLORS)], label=f"{label}: clean")
-            bottom = [b + y for b, y in zip(bottom, ys)]
-        ys = [sum(e["quarantined"].values()) for e in self.entries]
-        ax.bar(xs, ys, bottom=bottom, width=0.6, color=QUARANTINE_COLOR, label="quarantined")
-        ax.set_xlabel("seconds since start")
-        ax.set_ylabel("rows per batch")
-        tallest = max([b + y for b, y in zip(bottom, ys)], default=0)
-        ax.set_ylim(0, max(tallest, 1) * 1.45)  # room for the legend above the bars
-        ax2 = ax.twinx()
-        total, points = 0, []
-        for e in self.entries:
-            total += sum(e["quarantined"].values())
-            points.append(total)
-        if points:
-            ax2.plot(xs, points, color=QUARANTINE_COLOR, linewidth=2, linestyle="--", label="quarantine total")
-        ax2.set_ylabel("messages in quarantine")
-        ax2.set_ylim(0, max(points, default=1) * 1.1 or 1)
-        return finish_two_axes(fig, ax, ax2, self.title)
-
-
-@dataclass
-class RoutingDemo:
-    """Producers → two topics with different schemas → one query whose foreachBatch routes them (a `Router`).
-
-    Sliders: the share of malformed messages (both producers, applied at once) and each producer's rate. The
-    query triggers every `trigger_seconds`; the demo stops itself `duration` s after its first batch; `script`
-    moves the share slider by itself at given times (so a run nobody touches still shows a change). `wait()`
-    stops the producers, lets the query read everything they sent (availableNow on the same checkpoint), and
-    returns one row per batch.
+    Sliders: the share of malformed messages (both producers, at once) and each producer's rate. A panel stacks
+    each batch's rows by source topic, the quarantined ones on top in red, with the quarantine's running total.
+    `script` [(seconds after the first batch, malformed %)] moves the share slider by itself. At the end the
+    producers stop and the query routes everything they sent (so the counts can prove nothing was dropped);
+    `routed()` is one row per batch: clean and quarantined rows per source.
     """
 
-    spark: object
-    schemas: dict  # {source topic: DDL schema}
-    makers: dict  # {source topic: function i -> good message}
-    clean: dict  # {source topic: clean topic}
-    quarantine_topic: str
-    rates: dict = field(default_factory=dict)  # {source topic: records/s}
-    malformed_share: float = 0.1
-    trigger_seconds: float = 1.0
-    duration: float = 12.0
-    labels: dict = field(default_factory=dict)  # {source topic: short name for the chart}
-    script: list = field(default_factory=list)  # [(seconds after the first batch, malformed %)]: slider moves
+    def __init__(self, spark, schemas: dict, makers: dict, clean: dict, quarantine_topic: str,
+                 rates: dict | None = None, malformed_share: float = 0.1, trigger_seconds: float = 1.0,
+                 duration: float = 12.0, labels: dict | None = None, script=(), bootstrap: str | None = None):
+        self.schemas, self.labels = dict(schemas), {t: (labels or {}).get(t, t) for t in schemas}
+        self.messages = {t: Messages(makers[t], malformed_share) for t in schemas}
+        self.router = Router(schemas, clean, quarantine_topic, bootstrap)
+        rates = rates or {}
+        first, *others = list(schemas)
+        share = Knob("malformed", "malformed messages (%)", round(malformed_share * 100), 0, 50, 5,
+                     apply=self.set_share)
+        super().__init__(spark, first, rate=int(rates.get(first, 100)), trigger_seconds=trigger_seconds,
+                         duration=duration, starting_offsets="earliest", controls=("rate",),
+                         script=[(at, "malformed", pct) for at, pct in script], charts=("rates", "lag"),
+                         lag_lines="total", title="rows per batch by source topic, and the quarantine",
+                         bootstrap=self.router.bootstrap, value_fn=self.messages[first], key_fn=lambda i: None,
+                         label=self.labels[first], knobs=[share], on_batch=self.router, drain=True,
+                         sources={t: Source(int(rates.get(t, 100)), self.messages[t], lambda i: None, self.labels[t])
+                                  for t in others},
+                         panels={"routed": Panel("rows per batch by source topic, quarantined on top",
+                                                 "rows per batch", self._draw)},
+                         status=self._status)
+        self.router.clock = self.now
 
-    def __post_init__(self):
-        import ipywidgets as W
+    @property
+    def malformed_share(self) -> float:
+        """The share of malformed messages the producers send now (0 to 1)."""
+        return next(iter(self.messages.values())).share
 
-        from .broker import ensure_broker
-
-        self.bootstrap = ensure_broker()
-        self.labels = {t: self.labels.get(t, t) for t in self.schemas}
-        self.router = Router(self.schemas, self.clean, self.quarantine_topic, self.bootstrap)
-        self.chart = RoutingChart(self.labels, "rows per batch by source topic, and the quarantine")
-        self.readout = W.HTML(value="<code>not started</code>")
-        self.messages = {t: Messages(self.makers[t], self.malformed_share) for t in self.schemas}
-        self.sliders = {"share": slider("malformed messages (%)", round(self.malformed_share * 100), 0, 50, 5)}
-        for t in self.schemas:
-            self.sliders[t] = slider(f"{self.labels[t]} (rec/s)", int(self.rates.get(t, 100)), 0, 500, 25)
-        self.sliders["share"].observe(self._on_share, names="value")
-        for t in self.schemas:
-            self.sliders[t].observe(lambda change, t=t: self._on_rate(t, change["new"]), names="value")
-        self.checkpoint = new_checkpoint("routing")
-        self.producers: dict = {}
-        self._query = None
-        self._done = threading.Event()
-        self._thread = None
-        self._t0 = 0.0
-        self._steps = sorted(self.script)
-        self._handle = None
-        self._stop_button = None
-
-    def _on_share(self, change) -> None:
-        self.malformed_share = change["new"] / 100
+    def set_share(self, percent) -> None:
+        """Make both producers send `percent` % malformed messages from now on."""
         for m in self.messages.values():
-            m.share = self.malformed_share
+            m.share = percent / 100
 
-    def _on_rate(self, topic: str, rate: int) -> None:
-        self.rates[topic] = rate
-        if topic in self.producers:
-            self.producers[topic].set_rate(rate)
+    def _status(self, demo) -> str:
+        entries = self.router.history
+        clean = sum(sum(e["clean"].values()) for e in entries)
+        bad = sum(sum(e["quarantined"].values()) for e in entries)
+        return f"malformed {self.malformed_share:.0%} · clean {clean} · quarantined {bad}"
 
-    def start(self) -> None:
-        """Show the sliders and the chart, start the producers and the query, and poll in the background."""
-        import ipywidgets as W
-        from IPython.display import display
+    def _draw(self, ax, demo, shift) -> None:
+        planned = {b["batch"]: b["time"] for b in self.history}  # the batch's bar where Spark UI's would be
+        entries = list(self.router.history)
+        xs = [planned.get(e["batch"], e["at"]) + shift for e in entries]
+        bottom = [0] * len(xs)
+        for i, (topic, label) in enumerate(self.labels.items()):
+            ys = [e["clean"].get(topic, 0) for e in entries]
+            ax.bar(xs, ys, bottom=bottom, width=0.6, color=COLORS[i % len(COLORS)], label=f"{label}: clean")
+            bottom = [b + y for b, y in zip(bottom, ys)]
+        ys = [sum(e["quarantined"].values()) for e in entries]
+        ax.bar(xs, ys, bottom=bottom, width=0.6, color=QUARANTINE_COLOR, label="quarantined")
+        total, points = 0, []
+        for y in ys:
+            total += y
+            points.append(total)
+        twin = ax.twinx()
+        twin.plot(xs, points, color=QUARANTINE_COLOR, linewidth=2, linestyle="--", label="quarantine total")
+        twin.set_ylim(0, max(points, default=1) * 1.1 or 1)
+        twin.tick_params(labelsize=7)
+        twin.set_ylabel("in quarantine", fontsize=8)
+        handles, names = ax.get_legend_handles_labels()
+        more, more_names = twin.get_legend_handles_labels()
+        ax.legend(handles + more, names + more_names, fontsize=6.5, loc="upper left", bbox_to_anchor=(1.08, 1.0),
+                  borderaxespad=0)
 
-        from .producer import BackgroundProducer
-
-        for t in self.schemas:
-            self.producers[t] = BackgroundProducer(t, rate=self.sliders[t].value, value_fn=self.messages[t],
-                                                   key_fn=lambda i: None, bootstrap=self.bootstrap).start()
-        self._t0 = time.monotonic()
-        self._query = (self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
-                       .option("subscribe", ",".join(self.schemas)).option("startingOffsets", "earliest").load()
-                       .writeStream.foreachBatch(self.router)
-                       .trigger(processingTime=f"{self.trigger_seconds} seconds")
-                       .option("checkpointLocation", self.checkpoint).start())
-        self._stop_button = W.Button(description="stop demo", icon="stop", layout=W.Layout(width="120px"))
-        self._stop_button.on_click(lambda _: self._done.set())
-        self.box = W.VBox([*self.sliders.values(), W.HBox([self._stop_button, self.readout]), self.chart.image])
-        bundle = self.box._repr_mimebundle_()
-        bundle["text/plain"] = "RoutingDemo (runs in the background; the next cell waits for it)"
-        self._handle = display(bundle, raw=True, display_id=True)
-        self._thread = threading.Thread(target=self._poll, name="streamlab-routing-demo", daemon=True)
-        self._thread.start()
-
-    def _poll(self) -> None:
-        first = None
-        try:
-            while not self._done.is_set():
-                entries = list(self.router.history)
-                if first is None and entries:
-                    first = time.monotonic()
-                while first is not None and self._steps and time.monotonic() - first >= self._steps[0][0]:
-                    self.sliders["share"].value = int(self._steps.pop(0)[1])  # the observer applies it
-                self.chart.entries = entries
-                clean = sum(sum(e["clean"].values()) for e in entries)
-                bad = sum(sum(e["quarantined"].values()) for e in entries)
-                now = time.monotonic() - self._t0
-                self.readout.value = (f"<code>t={now:5.1f}s · malformed {self.malformed_share:.0%} · sent "
-                                      f"{sum(p.sent for p in self.producers.values())} · batches {len(entries)} · "
-                                      f"clean {clean} · quarantined {bad}</code>")
-                self.chart.redraw()
-                if first is not None and time.monotonic() - first >= self.duration:
-                    break
-                if self._query.exception() is not None:
-                    break
-                self._done.wait(0.5)
-        finally:
-            self._done.set()
-
-    def stop(self) -> None:
-        """Stop the poller, the producers and the query (safe to call twice)."""
-        from .monitor import stop_between_batches
-
-        self._done.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=60)
-        for p in self.producers.values():
-            p.stop()
-        if self._query is not None:
-            # With the producers stopped the query soon idles between triggers. A batch cut short would be re-run
-            # by the final routing run and write its messages twice (the Kafka sink is at-least-once), so wait for
-            # a quiet moment rather than the usual 10 s.
-            stop_between_batches(self._query, timeout=60)
-
-    def wait(self):
-        """Block until the demo is over, stop it, route what is left, leave a static chart as the box's saved
-        output (what a headless run or a saved notebook shows), and return one row per batch."""
+    def routed(self):
+        """One row per batch the router wrote: batch, at (s), and clean / quarantined rows per source."""
         import pandas as pd
 
-        if self._thread is not None:
-            self._thread.join()
-        self.stop()
-        error = run(self.spark, list(self.schemas), self.router, self.checkpoint, bootstrap=self.bootstrap)
-        if error:
-            print(f"⚠️ the final routing run failed: {error}")
-        self.chart.entries = list(self.router.history)
-        self.readout.value = self.readout.value.replace("</code>", " · ended</code>")
-        for widget in [*self.sliders.values(), self._stop_button]:
-            widget.disabled = True
-        self.chart.redraw()
-        bundle = self.box._repr_mimebundle_()
-        bundle["image/png"] = png(self.chart.figure())
-        bundle.pop("text/plain", None)
-        if self._handle is not None:
-            self._handle.update(bundle, raw=True)
-        rows = [{"batch": e["batch"], "at": e["at"],
-                 **{f"{self.labels[t]} clean": e["clean"][t] for t in self.schemas},
-                 **{f"{self.labels[t]} quarantined": e["quarantined"][t] for t in self.schemas}}
-                for e in self.router.history]
-        return pd.DataFrame(rows)
+        return pd.DataFrame([{"batch": e["batch"], "at": e["at"],
+                              **{f"{self.labels[t]} clean": e["clean"][t] for t in self.schemas},
+                              **{f"{self.labels[t]} quarantined": e["quarantined"][t] for t in self.schemas}}
+                             for e in self.router.history])

@@ -11,6 +11,10 @@ arrived (`delivered()`: one entry per copy, read from the destination itself, ne
 - `FileSink`: Spark's file sink (JSON files) whose `_spark_metadata` log lists the files of committed batches.
 
 A sink's `prepare(df, crash)` hook lets `streamlab.faults` put an injected crash inside the batch.
+
+Every sink also has `write_batch(batch_df, batch_id)`, so that one query's foreachBatch can drive all four (the
+crash demo of `streamlab.faults`): the Kafka sink's is the same batch writer Spark's streaming Kafka sink calls
+(at-least-once), the file sink's is Spark's own file sink with its `_spark_metadata` log.
 """
 from __future__ import annotations
 
@@ -66,10 +70,19 @@ class KafkaSink:
 
     def start(self, df, checkpoint: str):
         """Start the query (availableNow) writing `df` to the topic."""
-        return (df.selectExpr("cast(id AS string) AS key", "to_json(struct(topic, partition, offset, id)) AS value")
-                .writeStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
+        return (self._records(df).writeStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
                 .option("topic", self.topic).option("checkpointLocation", checkpoint)
                 .trigger(availableNow=True).start())
+
+    @staticmethod
+    def _records(df):
+        return df.selectExpr("cast(id AS string) AS key", "to_json(struct(topic, partition, offset, id)) AS value")
+
+    def write_batch(self, batch_df, batch_id: int) -> None:
+        """foreachBatch: write the batch with Spark's Kafka writer (nothing remembers batch ids: a replay writes
+        again, as the streaming sink does)."""
+        (self._records(batch_df).write.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
+         .option("topic", self.topic).save())
 
     def delivered(self) -> list[int]:
         """The id of every record in the topic (duplicates included)."""
@@ -84,6 +97,17 @@ class FileSink:
 
     def __init__(self, path: str):
         self.path = str(path)
+
+    def write_batch(self, batch_df, batch_id: int) -> None:
+        """foreachBatch: hand the batch to Spark's own file sink (the JVM's FileStreamSink on the same path), which
+        skips a batch id its `_spark_metadata` log already lists, exactly as in a query with format("json")."""
+        session = batch_df.sparkSession
+        jvm = session.sparkContext._jvm
+        utils = jvm.org.apache.spark.api.python.PythonUtils
+        sink = jvm.org.apache.spark.sql.execution.streaming.sinks.FileStreamSink(  # reads the log, as a restart does
+            session._jsparkSession, self.path, jvm.org.apache.spark.sql.execution.datasources.json.JsonFileFormat(),
+            utils.toSeq(jvm.java.util.ArrayList()), utils.toScalaMap(jvm.java.util.HashMap()))
+        sink.addBatch(batch_id, batch_df._jdf)
 
     def start(self, df, checkpoint: str):
         """Start the query (availableNow) writing `df` as JSON files under the path."""

@@ -138,3 +138,79 @@ def test_plus_30_s_extends_a_running_demo_only(demo):
     demo._finish()
     demo.extend(30)
     assert demo.time_left(62.0) == 30, "an ended demo is not extended"
+
+
+# -- the extension points that modules 6 and 7 configure -------------------------------------------------------------
+
+@pytest.fixture
+def extended(monkeypatch):
+    """A started LiveDemo with a second source, two knobs of its own, a panel and restarts on an injected failure."""
+    from streamlab.demo import Knob, Panel, Source
+
+    moved, drawn = [], []
+    d = LiveDemo(None, "a", rate=100, controls=("rate",), sources={"b": Source(50, label="bees")}, label="ays",
+                 knobs=[Knob("share", "share (%)", 10, 0, 50, 5, apply=moved.append),
+                        Knob("point", "point", "x", options=("x", "y"), apply=moved.append, restart=True)],
+                 panels={"own": Panel("my panel", "things", lambda ax, demo, shift: drawn.append(shift))},
+                 restart_on=("on purpose",), status=lambda demo: "all fine")
+    d._t0, d._wall0 = time.monotonic() - 10, time.time() - 10
+    d._settings["partitions"] = 1
+    d.timeline.append((0.0, d.settings))
+    d._make_widgets()
+    d._query = FakeQuery()
+    made = []
+    monkeypatch.setattr(d, "_start_query", lambda: made.append(FakeQuery()) or made[-1])
+    d.started_queries, d.moved, d.drawn = made, moved, drawn
+    return d
+
+
+def test_each_source_has_its_rate_slider_and_knobs_of_its_own_apply_at_once(extended):
+    d = extended
+    assert d.topics == ["a", "b"] and {"rate", "rate:b", "share", "point"} <= set(d._sliders)
+    d._sliders["rate:b"].value = 400
+    assert d.sources["b"].rate == 400
+    d._sliders["share"].value = 30
+    assert d.moved == [30] and d.knob_values["share"] == 30 and not d._pending_restart
+    d._sliders["point"].value = "y"
+    assert d.moved == [30, "y"] and d._pending_restart == ["point"]
+    d._restart()
+    assert d.started_queries and "point y" in d.restarts[-1][1]
+    with pytest.raises(ValueError):
+        d.set("nothing", 1)
+
+
+def test_the_script_moves_a_knob_of_its_own(extended):
+    d = extended
+    d._pending_script = [(1, "share", 40)]
+    d.add_event(fake_progress(0, {0: 10}, {0: 10}, topic="a"), 1.0, latest={"ays:0": 10, "bees:0": 0})
+    d._apply_script(d.live_from + 2)
+    assert d.moved == [40] and d._sliders["share"].value == 40 and not d._touched
+    assert any("share 40" in text for _, text in d.marks)
+
+
+def test_several_topics_are_positioned_and_lagged_per_topic_and_partition(extended):
+    d = extended
+    event = fake_progress(0, {0: 10}, {0: 10}, topic="a")
+    event["sources"][0]["endOffset"]["b"] = {"0": 4}
+    row = d.add_event(event, 1.0, latest={"ays:0": 10, "bees:0": 9})
+    assert d._position == {"ays:0": 10, "bees:0": 4} and row["lag"] == 5
+    d.samples.append({"t": 1.0, "lag": 5, "partitions": {"ays:0": 0, "bees:0": 5}})
+    line = d.readout(1.0)
+    assert "bees:0 5" in line and "producer 150 rec/s" in line and "all fine" in line
+
+
+def test_an_injected_failure_restarts_on_the_same_checkpoint_with_a_marker(extended):
+    d = extended
+    failed = d._query
+    assert d._restart_after(failed, RuntimeError("Job aborted\nInjected: on purpose: after write, batch 3\n"))
+    assert d._query is d.started_queries[-1] and d._run == 1
+    assert d.restarts[-1][1] == "crash: after write"
+    assert not d._restart_after(d._query, RuntimeError("a real bug")), "other failures end the demo"
+
+
+def test_a_panel_of_its_own_is_drawn_under_spark_uis_on_the_same_axis(extended):
+    d = extended
+    d.add_event(fake_progress(0, {0: 10}, {0: 10}, topic="a"), 1.0, latest={"ays:0": 10, "bees:0": 0})
+    fig = d.figure()
+    assert len(fig.axes) == len(d.charts) + 1 and d.drawn == [0.0]
+    assert fig.axes[-1].get_title(loc="left") == "my panel"

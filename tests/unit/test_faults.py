@@ -37,3 +37,20 @@ def test_causes_reads_a_failed_task_and_its_suppressed_error():
             "Caused by: java.lang.IllegalStateException: Cannot add partition t-0\n")
     assert faults.causes(text) == ["IllegalStateException: Cannot add partition t-0",
                                    "TimeoutException: Expiring 1 record(s)"]
+
+
+def test_the_crash_demo_panels_and_status_read_the_running_tally():
+    from matplotlib.figure import Figure
+
+    hook = faults.CrashingSinks({"plain": None, "upsert": None}, point="after write", every=1)
+    assert hook.status() == "0 crashes"
+    hook.tallies.append({"t": 1.0, "counts": {"plain": {"written": 40, "duplicated": 7, "lost": 0},
+                                              "upsert": {"written": 40, "duplicated": 0, "lost": 0}}})
+    assert "plain: 40 once, 7 dup, 0 lost" in hook.status()
+    ax = Figure().add_subplot()
+    hook.panel("duplicated").draw(ax, None, 2.0)
+    assert [list(line.get_ydata()) for line in ax.get_lines()] == [[7], [0]]
+    assert list(ax.get_lines()[0].get_xdata()) == [3.0]
+    hook.set_point("mid write")
+    hook.set_every(0)
+    assert (hook.point, hook.every) == ("mid write", 0)

@@ -53,3 +53,27 @@ def test_share_of_malformed_messages():
     assert any(i % 2 for i in bad) and any(i % 2 == 0 for i in bad)  # both kinds
     messages.share = 0.0
     assert all(quarantine.is_good(messages(i), PAYMENT) for i in range(200))
+
+
+def test_the_routing_demo_is_a_live_demo_with_a_share_slider_and_a_panel_of_its_own():
+    import time
+
+    from streamlab.demo import LiveDemo
+
+    demo = quarantine.RoutingDemo(None, {"o": "id long", "p": "order_id long"}, {"o": quarantine.order,
+                                                                                 "p": quarantine.payment},
+                                  {"o": "o-clean", "p": "p-clean"}, "q", rates={"o": 150, "p": 75},
+                                  labels={"o": "orders", "p": "payments"}, script=[(6, 30)], bootstrap="nowhere:1")
+    assert isinstance(demo, LiveDemo) and demo.topics == ["o", "p"] and demo.on_batch is demo.router
+    assert demo.script == [(6, "malformed", 30)] and demo.drain
+    demo._t0, demo._wall0 = time.monotonic() - 5, time.time() - 5
+    demo._make_widgets()
+    assert {"rate", "rate:p", "malformed"} <= set(demo._sliders)
+    demo._sliders["malformed"].value = 40
+    assert demo.malformed_share == 0.4 and all(m.share == 0.4 for m in demo.messages.values())
+    demo.router.history.append({"batch": 0, "at": 1.0, "clean": {"o": 90, "p": 40}, "quarantined": {"o": 10, "p": 5}})
+    fig = demo.figure()
+    assert fig.axes[len(demo.charts)].get_title(loc="left").startswith("rows per batch by source topic")
+    assert demo.routed().to_dict("records") == [{"batch": 0, "at": 1.0, "orders clean": 90, "payments clean": 40,
+                                                 "orders quarantined": 10, "payments quarantined": 5}]
+    assert "quarantined 15" in demo.readout(2.0)
