@@ -225,7 +225,9 @@ def test_readme_check_command_in_jupyterlab_terminal(lab):
     command = f".venv/bin/python -m grader check notebooks/{CHECKED}/{CHECKED}.ipynb"
     assert command in readme, "the README no longer gives the terminal command this test runs"
     with _notebook_page(base, token, CHECKED, "terminal-failure.png") as page:
-        page.evaluate("async () => { await window.jupyterapp.commands.execute('terminal:create-new'); }")
+        # Activated explicitly: the notebook opened by the URL can finish loading after the terminal and take focus.
+        page.evaluate("""async () => { const app = window.jupyterapp;
+            const term = await app.commands.execute('terminal:create-new'); app.shell.activateById(term.id); }""")
         page.locator(".xterm-helper-textarea").first.wait_for(state="attached", timeout=60_000)
         page.locator(".xterm-helper-textarea").first.focus()
         page.keyboard.type(command + "\n", delay=10)
