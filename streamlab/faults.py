@@ -457,7 +457,7 @@ class CrashDemo(LiveDemo):
     """
 
     def __init__(self, spark, sinks: dict, topic: str, rate: int = 40, every: int = 2, point: str = "random",
-                 duration: float = 25.0, seed: int = 0, title: str = "four sinks, one query, injected crashes"):
+                 duration: float = 15.0, seed: int = 0, title: str = "four sinks, one query, injected crashes"):
         self.sinks = dict(sinks)
         self.hook = CrashingSinks(self.sinks, point, every, seed)
         knobs = [Knob("crash_point", "crash point", point, options=CHOICES, apply=self.hook.set_point),
