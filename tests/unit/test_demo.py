@@ -30,13 +30,10 @@ def event(batch, end, latest, rows=100, ms=400):
     return e
 
 
-@pytest.fixture
-def demo(monkeypatch):
-    """A LiveDemo that has 'started': a clock, widgets, a fake query; starting a query makes another fake one."""
-    d = LiveDemo(None, "t", rate=300, max_offsets=500, trigger_seconds=1, controls=("rate", "cap", "trigger", "burst"),
-                 title="test")
+def _started(d: LiveDemo, monkeypatch, partitions: int) -> LiveDemo:
+    """`d` as if start() had run 10 s ago: a clock, widgets, a fake query; starting a query makes another fake one."""
     d._t0, d._wall0 = time.monotonic() - 10, time.time() - 10
-    d._settings["partitions"] = 2
+    d._settings["partitions"] = partitions
     d.timeline.append((0.0, d.settings))
     d._make_widgets()
     d._query = FakeQuery()
@@ -44,6 +41,14 @@ def demo(monkeypatch):
     monkeypatch.setattr(d, "_start_query", lambda: made.append(FakeQuery()) or made[-1])
     d.started_queries = made
     return d
+
+
+@pytest.fixture
+def demo(monkeypatch):
+    """A LiveDemo that has 'started': a clock, widgets, a fake query; starting a query makes another fake one."""
+    d = LiveDemo(None, "t", rate=300, max_offsets=500, trigger_seconds=1, controls=("rate", "cap", "trigger", "burst"),
+                 title="test")
+    return _started(d, monkeypatch, partitions=2)
 
 
 def test_a_cap_move_restarts_on_the_same_checkpoint_with_a_marker_and_keeps_history(demo):
@@ -153,15 +158,8 @@ def extended(monkeypatch):
                         Knob("point", "point", "x", options=("x", "y"), apply=moved.append, restart=True)],
                  panels={"own": Panel("my panel", "things", lambda ax, demo, shift: drawn.append(shift))},
                  restart_on=("on purpose",), status=lambda demo: "all fine")
-    d._t0, d._wall0 = time.monotonic() - 10, time.time() - 10
-    d._settings["partitions"] = 1
-    d.timeline.append((0.0, d.settings))
-    d._make_widgets()
-    d._query = FakeQuery()
-    made = []
-    monkeypatch.setattr(d, "_start_query", lambda: made.append(FakeQuery()) or made[-1])
-    d.started_queries, d.moved, d.drawn = made, moved, drawn
-    return d
+    d.moved, d.drawn = moved, drawn
+    return _started(d, monkeypatch, partitions=1)
 
 
 def test_each_source_has_its_rate_slider_and_knobs_of_its_own_apply_at_once(extended):
