@@ -553,14 +553,18 @@ class LiveDemo:
         before = self.settings
         for key, value in wanted.items():
             self._settings[key] = (int(value) if value else None) if key == "cap" else value
+        changed = [_knob_text(k, self._settings[k]) for k in wanted if self._settings[k] != before[k]]
+        changed += [f"{self.knobs[k].label} {self.knob_values[k]}" for k in dict.fromkeys(knobs) if k in self.knobs]
+        self._relaunch("restart: " + (", ".join(changed) or "same settings"))
+
+    def _relaunch(self, label: str) -> None:
+        """Start the query again on the same checkpoint, as a new run, marked `label` on the chart."""
         self._run += 1
         self._run_stop = threading.Event()
         self._seen = -1
         at = self.now()  # before start(): the new query may plan its first batch before start() returns
         self._query = self._start_query()
-        changed = [_knob_text(k, self._settings[k]) for k in wanted if self._settings[k] != before[k]]
-        changed += [f"{self.knobs[k].label} {self.knob_values[k]}" for k in dict.fromkeys(knobs) if k in self.knobs]
-        self.restarts.append((at, "restart: " + (", ".join(changed) or "same settings")))
+        self.restarts.append((at, label))
         self.timeline.append((at, self.settings))
 
     def _restart_after(self, query, exc) -> bool:
@@ -574,13 +578,7 @@ class LiveDemo:
         line = next(line for line in text.splitlines() if marker in line)
         # its first clause: a marker's label stands on the chart, vertically, and must fit a panel's height
         reason = re.split(r"\s*SQLSTATE|[,;)'\"\\]", line[line.index(marker) + len(marker):])[0].strip(" :")[:30]
-        self._run += 1
-        self._run_stop = threading.Event()
-        self._seen = -1
-        at = self.now()
-        self._query = self._start_query()
-        self.restarts.append((at, f"crash: {reason or marker}"))
-        self.timeline.append((at, self.settings))
+        self._relaunch(f"crash: {reason or marker}")
         return True
 
     def _drain(self, timeout: float = 60.0) -> None:

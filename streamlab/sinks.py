@@ -10,8 +10,6 @@ arrived (`delivered()`: one entry per copy, read from the destination itself, ne
   commits the batch id with the records, so a replayed batch is recognised and skipped; read back read_committed;
 - `FileSink`: Spark's file sink (JSON files) whose `_spark_metadata` log lists the files of committed batches.
 
-A sink's `prepare(df, crash)` hook lets `streamlab.faults` put an injected crash inside the batch.
-
 Every sink also has `write_batch(batch_df, batch_id)`, so that one query's foreachBatch can drive all four (the
 crash demo of `streamlab.faults`): the Kafka sink's is the same batch writer Spark's streaming Kafka sink calls
 (at-least-once), the file sink's is Spark's own file sink with its `_spark_metadata` log.

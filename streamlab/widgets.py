@@ -14,7 +14,6 @@ def png(fig, dpi: int = 80) -> bytes:
     return buf.getvalue()
 
 
-
 def slider(description: str, value: int, lo: int, hi: int, step: int = 1):
     """An integer slider that reports only when released, so each move is one change."""
     import ipywidgets as W
