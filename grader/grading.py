@@ -250,7 +250,7 @@ def looks_like(submitted, source: Path) -> str | None:
 
 def seed_for(student: str, aid: str, seed: int | None) -> int:
     """The variant graded: `--seed`, else the student id's in a cohort, else this machine's stored one."""
-    from streamlab.variants import stored_seed, student_seed
+    from streamlab.course.variants import stored_seed, student_seed
 
     if seed is not None:
         return int(seed)
@@ -276,7 +276,7 @@ def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = ()):
     """
     import sys
 
-    from streamlab.jars import state_dir
+    from streamlab.lab.jars import state_dir
 
     from . import sandbox
     from .course import private_tmp
@@ -452,9 +452,9 @@ def setenv(**values: str):
 
 def check_environment() -> str:
     """Java and the broker, before any cell runs: CouldNotGrade naming the fix, else the broker's address."""
-    from streamlab.broker import ensure_broker
+    from streamlab.lab.broker import ensure_broker
     from streamlab.errors import LabError
-    from streamlab.session import java_version
+    from streamlab.lab.session import java_version
 
     try:
         java_version()
@@ -468,7 +468,7 @@ def check_environment() -> str:
 
 def _broker_still_there(bootstrap: str) -> None:
     """A broker lost during the run fails cells through no fault of the learner's: no score then."""
-    from streamlab.broker import probe
+    from streamlab.lab.broker import probe
 
     if probe(bootstrap, timeout=3.0) != "kafka":
         raise CouldNotGrade(f"the Kafka broker at {bootstrap} stopped answering during the check, so failed cells "

@@ -311,7 +311,7 @@ class Judge:
 
     def judge(self, grade_id: str, source: str, max_points: float) -> Verdict:
         """Run one test cell here; points = max_points x passed checks / checks (0 when the cell breaks)."""
-        from streamlab import checks
+        from streamlab.course import checks
 
         verdict = Verdict(grade_id, 0.0, max_points)
         try:
@@ -319,7 +319,7 @@ class Judge:
         except SyntaxError as exc:
             verdict.error = f"the test itself does not parse ({exc.msg}); tell the instructor"
             return verdict
-        from streamlab import quiz
+        from streamlab.course import quiz
 
         # The checks themselves always come from here, whatever the notebook bound to these names.
         namespace = {"__name__": "__judge__", "__builtins__": builtins, **self.own, "checks": checks, "quiz": quiz,

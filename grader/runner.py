@@ -159,7 +159,7 @@ def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeo
 
 def _clean_up_checks(sessions: list) -> None:
     """Queries, topics and folders the checks made in this process (the grader's own session stays for reuse)."""
-    from streamlab.lab import cleanup
+    from streamlab.lab.lifecycle import cleanup
 
     try:
         cleanup(sessions[0] if sessions else None)

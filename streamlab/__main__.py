@@ -6,12 +6,12 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import LabError
+from streamlab.errors import LabError
 
 
 def _jars(only: str | None = None) -> int:
-    from .jars import setup_all
-    from .session import in_ci
+    from streamlab.lab.jars import setup_all
+    from streamlab.lab.session import in_ci
 
     try:
         for line in setup_all(only):
@@ -37,7 +37,7 @@ def _learner_jupyter_config() -> Path:
     """
     import json
 
-    from .jars import state_dir
+    from streamlab.lab.jars import state_dir
 
     folder = state_dir() / "jupyter-config"
     (folder / "labconfig").mkdir(parents=True, exist_ok=True)
@@ -55,7 +55,7 @@ def _lab(port: int) -> int:
     import signal
     import subprocess
 
-    from .broker import broker_port, external_bootstrap, probe, stop_broker
+    from streamlab.lab.broker import broker_port, external_bootstrap, probe, stop_broker
 
     if probe(f"127.0.0.1:{port}", timeout=1.0) != "closed":
         print(f"error: port {port} is taken (is a lab already running? `jupyter server list` shows it); "
@@ -104,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "lab":
         return _lab(args.port)
-    from .broker import broker_status, ensure_broker, reset_broker, stop_broker
-    from .session import chosen_engine, java_version
+    from streamlab.lab.broker import broker_status, ensure_broker, reset_broker, stop_broker
+    from streamlab.lab.session import chosen_engine, java_version
 
     try:
         if args.command in ("setup", "jars"):
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(broker_status())
         else:
-            from .session import engine, spark
+            from streamlab.lab.session import engine, spark
 
             print(f"java: {java_version()}")
             print(f"broker: {ensure_broker()}")

@@ -56,8 +56,8 @@ def _read_seconds(spark, fmt: str, topic: str, bootstrap: str) -> float:
 
 
 def _write_seconds(spark, bootstrap: str) -> tuple[float, float]:
-    from streamlab import topics
-    from streamlab.producer import produce
+    from streamlab.lab import topics
+    from streamlab.lab.producer import produce
 
     df = spark.sql(f"SELECT cast(id AS string) AS key, repeat('x', 100) AS value FROM range({RECORDS})").cache()
     df.count()
@@ -96,7 +96,7 @@ def _per_batch_ms(spark, topic: str, bootstrap: str) -> tuple[float, float]:
 
 def _broker_start_seconds() -> tuple[float, float]:
     """(cold, warm) seconds from `ensure_broker` to a broker answering, on a port of its own."""
-    from streamlab.broker import data_dir, ensure_broker, free_port, stop_broker
+    from streamlab.lab.broker import data_dir, ensure_broker, free_port, stop_broker
 
     port = free_port()
     folder = data_dir(port, "kafka")
@@ -153,8 +153,8 @@ s.stop()
 """
 LAB = """
 import streamlab
-from streamlab import lab
-from streamlab.producer import produce
+from streamlab.lab import lifecycle as lab
+from streamlab.lab.producer import produce
 s, bootstrap = streamlab.setup()
 s.range(1_000_000).selectExpr("sum(id)").first()
 topic = lab.new_topic("bench-mem", 2)
@@ -179,8 +179,8 @@ def _peak_of(script: str, also: list[int] = ()) -> int:
 
 def _cap_change_seconds(spark) -> tuple[float | None, float]:
     """(seconds from a cap change on a running demo to the first batch that honours it, the trigger interval)."""
-    from .demo import LiveDemo
-    from .lab import new_topic
+    from streamlab.demo import LiveDemo
+    from streamlab.lab.lifecycle import new_topic
 
     demo = LiveDemo(spark, new_topic("bench-cap", partitions=3), rate=3_000, max_offsets=2_000, trigger_seconds=1,
                     duration=40, controls=())
@@ -217,13 +217,13 @@ def _notebook_seconds(path: str) -> float:
 def main() -> int:
     """Measure and print the benchmark ratios."""
     import streamlab
-    from streamlab import kafka as offline
-    from streamlab import topics
-    from streamlab.broker import broker_port, data_dir, ensure_broker, stop_broker
-    from streamlab.producer import produce
+    from streamlab import offline
+    from streamlab.lab import topics
+    from streamlab.lab.broker import broker_port, data_dir, ensure_broker, stop_broker
+    from streamlab.lab.producer import produce
 
     cold, warm = _broker_start_seconds()
-    from streamlab.jars import KAFKA_VERSION
+    from streamlab.lab.jars import KAFKA_VERSION
 
     print(f"Apache Kafka {KAFKA_VERSION} start to ready: cold {cold:.1f} s (format + start), "
           f"warm {warm:.1f} s")

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def noida_port() -> int:
     """The offline stack's broker port: noida-db 100 above the lab's Kafka broker (9192 by default), so it never
     stands in for it, and test runs on another STREAMLAB_BROKER_PORT get their own."""
-    from streamlab.broker import broker_port
+    from streamlab.lab.broker import broker_port
 
     return broker_port() + 100
 
@@ -23,7 +23,7 @@ def noida_port() -> int:
 @pytest.fixture(scope="session")
 def bootstrap():
     """The broker's bootstrap address; a broker these tests started is stopped when they end."""
-    from streamlab.broker import broker_port, ensure_broker, probe, stop_broker
+    from streamlab.lab.broker import broker_port, ensure_broker, probe, stop_broker
 
     was_running = bool(os.environ.get("KAFKA_BOOTSTRAP")) or probe(f"127.0.0.1:{broker_port()}") == "kafka"
     address = ensure_broker()
@@ -45,7 +45,7 @@ def spark(bootstrap):
 
 
 def _topic_factory(bootstrap: str):
-    from streamlab import topics
+    from streamlab.lab import topics
 
     made = []
 
@@ -60,7 +60,7 @@ def _topic_factory(bootstrap: str):
 @pytest.fixture
 def topic(bootstrap):
     """A factory for fresh topics, all deleted after the test: topic(partitions=3) -> name."""
-    from streamlab import topics
+    from streamlab.lab import topics
 
     make, made = _topic_factory(bootstrap)
     yield make
@@ -70,7 +70,7 @@ def topic(bootstrap):
 @pytest.fixture(scope="session")
 def noida_bootstrap():
     """A noida-db broker for the offline stack, stopped at the end if these tests started it."""
-    from streamlab.broker import ensure_broker, probe, stop_broker
+    from streamlab.lab.broker import ensure_broker, probe, stop_broker
 
     port = noida_port()
     was_running = probe(f"127.0.0.1:{port}") == "kafka"
@@ -97,7 +97,7 @@ STACKS = ("connector", "offline")
 def both_stacks_session(spark):
     """The course's session with the offline engine registered beside the connector (format "streamlab_kafka")."""
     import streamlab
-    from streamlab.kafka import register
+    from streamlab.offline import register
 
     if streamlab.engine(spark) != "connector":
         # The connector is what the offline engine is judged against: without it there is nothing to compare.
@@ -108,7 +108,7 @@ def both_stacks_session(spark):
 
 
 def _open_stack(request, which: str):
-    from streamlab.kafka import OFFLINE_NAME
+    from streamlab.offline import OFFLINE_NAME
 
     if which == "connector":
         address, fmt = request.getfixturevalue("bootstrap"), "kafka"
@@ -121,7 +121,7 @@ def _open_stack(request, which: str):
 @pytest.fixture(params=STACKS)
 def stack(request, both_stacks_session):
     """Each scenario runs twice: on Spark's connector against Apache Kafka, and on the offline engine against noida."""
-    from streamlab import topics
+    from streamlab.lab import topics
 
     opened, made = _open_stack(request, request.param)
     yield opened
@@ -131,7 +131,7 @@ def stack(request, both_stacks_session):
 @pytest.fixture
 def both_stacks(request, both_stacks_session):
     """Both stacks at once, {"connector": Stack, "offline": Stack}, for a test that compares their outputs."""
-    from streamlab import topics
+    from streamlab.lab import topics
 
     opened = {which: _open_stack(request, which) for which in STACKS}
     yield {which: pair[0] for which, pair in opened.items()}

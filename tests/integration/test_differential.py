@@ -5,7 +5,7 @@ KafkaMicroBatchSourceSuite, and the same exact batches, offsets, rows and error 
 - `offline`: streamlab's engine on the Python Data Source API (format "streamlab_kafka") against noida-db.
 
 An expectation that fails on the connector is wrong. Error texts are the connector's: the offline engine may wrap
-them (see the unavoidable differences at the end of this file, listed in streamlab/kafka/source.py), but the
+them (see the unavoidable differences at the end of this file, listed in streamlab/offline/source.py), but the
 connector's sentence must appear in both. The sink's scenarios are in test_differential_sink.py.
 """
 from __future__ import annotations
@@ -358,7 +358,7 @@ def test_starting_offsets_json_must_name_every_partition(spark, stack, tmp_path)
 
 
 def test_a_new_partition_is_read_from_earliest(spark, stack, tmp_path):
-    from streamlab.topics import add_partitions
+    from streamlab.lab.topics import add_partitions
 
     name = stack.topic(partitions=1)
     produce(stack.bootstrap, name, {0: 3})
@@ -378,7 +378,7 @@ def test_a_new_partition_is_read_from_earliest(spark, stack, tmp_path):
 
 
 def test_a_new_partition_not_starting_at_zero_is_data_loss(spark, stack, tmp_path):
-    from streamlab.topics import add_partitions
+    from streamlab.lab.topics import add_partitions
 
     name = stack.topic(partitions=1)
     produce(stack.bootstrap, name, {0: 2})
@@ -436,7 +436,7 @@ def test_subscribing_to_a_topic_that_does_not_exist_fails(spark, stack, tmp_path
 
 
 def test_recreated_topic_fails_the_query_or_moves_on_per_fail_on_data_loss(spark, stack, tmp_path):
-    from streamlab.topics import create_topic, delete_topic
+    from streamlab.lab.topics import create_topic, delete_topic
 
     name = stack.topic(partitions=1)
     produce(stack.bootstrap, name, {0: 10})
@@ -456,7 +456,7 @@ def test_recreated_topic_fails_the_query_or_moves_on_per_fail_on_data_loss(spark
 
 
 def test_a_deleted_topic_is_data_loss_for_a_pattern_subscription(spark, stack, tmp_path):
-    from streamlab.topics import delete_topic
+    from streamlab.lab.topics import delete_topic
 
     tag = uuid.uuid4().hex[:6]
     keep, drop = sorted(stack.topic(partitions=1, prefix=f"gone-{tag}") for _ in range(2))
@@ -745,7 +745,7 @@ def test_both_stacks_plan_read_and_checkpoint_the_same_batches(spark, both_stack
     assert len(rows) == 57 and checkpoint["sources/0/0"] == '\x00v1\n{"TOPIC":{"0":0,"1":0,"2":0}}'
 
 
-# --- the differences the Python Data Source API makes unavoidable (listed in streamlab/kafka/source.py) ------
+# --- the differences the Python Data Source API makes unavoidable (listed in streamlab/offline/source.py) ------
 
 
 def test_unavoidable_no_kafka_metrics_and_another_description_in_progress(spark, stack, tmp_path):

@@ -230,7 +230,7 @@ def test_one_hundred_thousand_records_all_arrive(spark, stack):
     name = stack.topic(partitions=3)
     df = spark.sql("SELECT cast(id AS string) AS key, to_json(named_struct('id', id)) AS value FROM range(100000)")
     write(df, stack, topic=name).save()
-    from streamlab.topics import describe_topic
+    from streamlab.lab.topics import describe_topic
 
     assert sum(last for _, last in describe_topic(name, stack.bootstrap).values()) == 100_000
 
@@ -273,7 +273,7 @@ def test_update_mode_aggregation_writes_the_updated_rows(spark, stack, tmp_path)
     assert (sink == "ForeachBatchSink") == (stack.name == "offline"), sink
 
 
-# --- the differences kafka-python and the Python Data Source API make unavoidable (streamlab/kafka/source.py) -----
+# --- the differences kafka-python and the Python Data Source API make unavoidable (streamlab/offline/source.py) -----
 
 
 def test_unavoidable_a_null_header_value_cannot_be_written(spark, stack):

@@ -1,4 +1,4 @@
-"""Crash tests of the four sinks of module 7 (streamlab.faults, streamlab.sinks): each sink is crashed at least 10
+"""Crash tests of the four sinks of module 7 (streamlab.delivery.faults, streamlab.delivery.sinks): each sink is crashed at least 10
 times at random points of the batch life cycle (before the write, mid-write, after the write and before the
 commit) and restarted from its checkpoint; what arrived is then counted from the destination itself (the topic
 read with kafka-python, the SQLite table, the files the _spark_metadata log lists).
@@ -21,7 +21,8 @@ CRASHES, ROUNDS, CHUNK = 10, 3, 40
 @pytest.fixture(scope="module")
 def crashed(spark, bootstrap, tmp_path_factory, pytestconfig):
     """The four sinks after ROUNDS rounds of CHUNK records and CRASHES injected crashes each."""
-    from streamlab import faults, sinks, topics
+    from streamlab.delivery import faults, sinks
+    from streamlab.lab import topics
 
     folder = tmp_path_factory.mktemp("exactly-once")
     made = [topics.create_topic(topics.unique_name(p), 2, bootstrap) for p in ("eo-src", "eo-plain", "eo-tx")]
@@ -75,7 +76,7 @@ def test_exactly_once_sinks_have_no_duplicates_and_no_losses(crashed, name):
 
 def test_what_the_exactly_once_sinks_hide_is_really_there(crashed):
     """The replays happened: absorbed rows in SQLite, aborted records in the topic's log, unlisted files."""
-    from streamlab.faults import tally
+    from streamlab.delivery.faults import tally
 
     _, _, chosen = crashed
     sent = range(ROUNDS * CHUNK)

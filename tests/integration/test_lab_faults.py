@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from streamlab import broker, jars
+from streamlab.lab import broker, jars
 from streamlab.errors import LabError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,7 +129,7 @@ def test_an_exit_handler_never_restarts_a_stopped_broker(port):
 
 def test_a_broker_killed_hard_restarts_with_its_data(port):
     """kill -9 mid-run (a laptop crash): the next start recovers the log and the records are still there."""
-    from streamlab import topics
+    from streamlab.lab import topics
 
     address = broker.ensure_broker()
     name = topics.create_topic("survivor", 1, address)
@@ -259,7 +259,7 @@ def test_maven_central_unreachable_at_setup(tmp_path):
 
 def test_an_incomplete_jar_cache(tmp_path, monkeypatch):
     """A cache with a jar missing: the fallback says why; where the real stack is required, a LabError does."""
-    from streamlab.session import chosen_engine
+    from streamlab.lab.session import chosen_engine
 
     bundle = jars.connector_bundle()
     monkeypatch.setenv("STREAMLAB_HOME", str(tmp_path))
@@ -279,7 +279,7 @@ def test_an_incomplete_jar_cache(tmp_path, monkeypatch):
 
 def test_an_unknown_engine_name_is_refused(monkeypatch):
     """STREAMLAB_ENGINE=conector (a typo) is named, with the two values it takes."""
-    from streamlab.session import chosen_engine
+    from streamlab.lab.session import chosen_engine
 
     monkeypatch.setenv("STREAMLAB_ENGINE", "conector")
     with pytest.raises(LabError, match="'conector' is not an engine: use connector .* or offline"):
@@ -289,7 +289,7 @@ def test_an_unknown_engine_name_is_refused(monkeypatch):
 LOST_BROKER_SCRIPT = r'''
 import json, sys, time
 import streamlab
-from streamlab import lab
+from streamlab.lab import lifecycle as lab
 
 session, bootstrap = streamlab.setup()
 topic = lab.new_topic("lost", 2)

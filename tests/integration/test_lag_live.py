@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from streamlab.lag import LagMonitor, lag_from_checkpoint, latest_offsets, total_lag
-from streamlab.producer import BackgroundProducer, produce
+from streamlab.observe.lag import LagMonitor, lag_from_checkpoint, latest_offsets, total_lag
+from streamlab.lab.producer import BackgroundProducer, produce
 
 pytestmark = pytest.mark.broker
 

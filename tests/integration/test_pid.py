@@ -1,4 +1,4 @@
-"""streamlab.pid.PIDRateEstimator against Spark's own PIDRateEstimator, run in the session's JVM (it ships in
+"""streamlab.rates.pid.PIDRateEstimator against Spark's own PIDRateEstimator, run in the session's JVM (it ships in
 pyspark's spark-streaming jar): the same inputs give the same doubles, bit for bit, on random sequences."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from streamlab.pid import PIDRateEstimator
+from streamlab.rates.pid import PIDRateEstimator
 
 pytestmark = pytest.mark.spark
 

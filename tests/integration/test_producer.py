@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from streamlab.producer import BackgroundProducer, produce, stop_all
-from streamlab.topics import describe_topic
+from streamlab.lab.producer import BackgroundProducer, produce, stop_all
+from streamlab.lab.topics import describe_topic
 
 pytestmark = pytest.mark.broker
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import streamlab
-from streamlab import broker
+from streamlab.lab import broker
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,7 +83,7 @@ def test_old_java_is_refused(tmp_path):
 def test_the_default_engine_is_spark_s_own_connector(spark, bootstrap):
     """format("kafka") is Spark's KafkaSourceProvider, with no routing, on an Apache Kafka broker."""
     assert streamlab.engine(spark) == "connector"
-    assert streamlab.session.chosen_engine()[0] == "connector"
+    assert streamlab.lab.session.chosen_engine()[0] == "connector"
     plan = spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap) \
         .option("subscribe", "x").load()._jdf.queryExecution().analyzed().toString()
     assert "KafkaSourceProvider" in plan or "KafkaRelation" in plan, plan[:300]
@@ -98,7 +98,7 @@ def test_spark_ui_and_driver_bind_to_loopback(spark):
 
 def test_cleanup_deletes_the_checkpoint_folders_it_made(spark):
     """streamlab.new_checkpoint() folders, used by a query, are gone after cleanup()."""
-    from streamlab import lab
+    from streamlab.lab import lifecycle as lab
 
     folder = streamlab.new_checkpoint("unit")
     query = spark.readStream.format("rate").load().writeStream.format("noop") \

@@ -118,7 +118,7 @@ def cohort(released, tmp_path_factory, bootstrap):
 # Each cheat goes into the first answer cell of an otherwise untouched notebook: every one must score zero.
 CHEATS = {
     "cheat-env": "import os\nos.environ['STREAMLAB_GRADING'] = '0'",
-    "cheat-patch": ("import streamlab.checks as c, streamlab.quiz as qz\n"
+    "cheat-patch": ("import streamlab.course.checks as c, streamlab.course.quiz as qz\n"
                     "c.expect = c.expect_equal = c.report = lambda *a, **k: None\n"
                     "qz.reveal = qz.check_format = lambda *a, **k: None\n"
                     "expect = expect_equal = c.expect\nquiz = qz\n"
@@ -437,7 +437,7 @@ def test_a_broker_lost_mid_check_is_not_the_learner_s_fault(tmp_path, monkeypatc
     from grader.cohort import write_outputs
     from grader.course import CouldNotGrade
     from grader.grading import Result, grade_notebook
-    from streamlab import broker
+    from streamlab.lab import broker
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -459,7 +459,7 @@ def test_a_broker_lost_mid_check_is_not_the_learner_s_fault(tmp_path, monkeypatc
     nbformat.write(nb, copy)
 
     def lose_the_broker_mid_run():
-        from streamlab import topics
+        from streamlab.lab import topics
 
         deadline = time.monotonic() + 200
         while time.monotonic() < deadline:

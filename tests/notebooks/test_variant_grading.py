@@ -10,7 +10,7 @@ import pytest
 
 from grader.cohort import grade_cohort
 from grader.course import SOURCE
-from streamlab.variants import Variant, student_seed
+from streamlab.course.variants import Variant, student_seed
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
 AID = "00-setup"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streamlab import checkpoint
+from streamlab.observe import checkpoint
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "spark-checkpoints"
 RATE = FIXTURES / "rate"

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from streamlab import claims
+from streamlab.course import claims
 
 
 def test_a_claim_prints_one_line_and_a_rerun_replaces_its_verdict(capsys):

@@ -1,4 +1,4 @@
-"""streamlab.demo.LiveDemo without a broker or Spark: restart markers, history across restarts, the values in force,
+"""streamlab.demo.live.LiveDemo without a broker or Spark: restart markers, history across restarts, the values in force,
 controls disabled after the end, and the chart rendered headless."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from streamlab.demo import COLUMNS, LiveDemo, compare, figure
-from streamlab.monitor import fake_progress
+from streamlab.demo.live import COLUMNS, LiveDemo, compare, figure
+from streamlab.course.checks import fake_progress
 
 
 class FakeQuery:
@@ -150,7 +150,7 @@ def test_plus_30_s_extends_a_running_demo_only(demo):
 @pytest.fixture
 def extended(monkeypatch):
     """A started LiveDemo with a second source, two knobs of its own, a panel and restarts on an injected failure."""
-    from streamlab.demo import Knob, Panel, Source
+    from streamlab.demo.live import Knob, Panel, Source
 
     moved, drawn = [], []
     d = LiveDemo(None, "a", rate=100, controls=("rate",), sources={"b": Source(50, label="bees")}, label="ays",

@@ -111,16 +111,16 @@ def test_kafka_image_is_official_and_pinned(compose):
 
 
 def test_compose_broker_is_the_version_the_native_lab_runs(compose):
-    from streamlab.jars import KAFKA_VERSION, broker_bundle
+    from streamlab.lab.jars import KAFKA_VERSION, broker_bundle
 
     tag = compose["services"]["kafka"]["image"].partition(":")[2]
-    assert tag == KAFKA_VERSION, (f"docker-compose.yml runs apache/kafka:{tag} but streamlab/jars.py KAFKA_VERSION is "
+    assert tag == KAFKA_VERSION, (f"docker-compose.yml runs apache/kafka:{tag} but streamlab/lab/jars.py KAFKA_VERSION is "
                                   f"{KAFKA_VERSION}: change both together")
     assert ("org.apache.kafka", "kafka_2.13", KAFKA_VERSION) in broker_bundle().modules
 
 
 def test_compose_and_native_broker_share_the_cluster_id(compose):
-    from streamlab.broker import CLUSTER_ID
+    from streamlab.lab.broker import CLUSTER_ID
 
     assert compose["services"]["kafka"]["environment"]["CLUSTER_ID"] == CLUSTER_ID
 

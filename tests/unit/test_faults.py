@@ -1,7 +1,7 @@
-"""streamlab.faults without a broker: the crash plan, the delivery count, and reading a JVM error's causes."""
+"""streamlab.delivery.faults without a broker: the crash plan, the delivery count, and reading a JVM error's causes."""
 from __future__ import annotations
 
-from streamlab import faults
+from streamlab.delivery import faults
 
 
 def test_tally_counts_extra_copies_and_ignores_ids_never_sent():

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from streamlab import interview
-from streamlab.interview import LETTERS, NUMBERED, TOPICS, Interview, draw, make, pool_ids, summary, to_reread
+from streamlab.course import interview
+from streamlab.course.interview import LETTERS, NUMBERED, TOPICS, Interview, draw, make, pool_ids, summary, to_reread
 
 
 def all_questions(seed=0):
@@ -78,7 +78,7 @@ def test_numbered_questions_vary_between_draws_and_their_keys_are_right(kind):
 
 
 def test_the_split_follows_the_connectors_planner():
-    from streamlab.kafka import planner
+    from streamlab.offline import planner
 
     rng = random.Random(7)
     for _ in range(200):

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from streamlab.kafka.options import (
+from streamlab.offline.options import (
     IllegalArgumentException, client_config, parse_source_options, starting_spec, time_string_ms,
     validate_batch, validate_stream,
 )
@@ -70,7 +70,7 @@ def test_consumer_options_spark_manages_are_rejected(option, words):
 
 
 def test_group_id_is_allowed_with_the_connectors_warning(caplog):
-    with caplog.at_level(logging.WARNING, logger="streamlab.kafka"):
+    with caplog.at_level(logging.WARNING, logger="streamlab.offline"):
         parsed = parse_source_options(opts(**{"kafka.group.id": "mine-once", "groupIdPrefix": "p"}))
     assert parsed.kafka_params["group.id"] == "mine-once"
     assert "Kafka option 'kafka.group.id' has been set on this query" in caplog.text

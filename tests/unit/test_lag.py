@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from streamlab.lag import LagMonitor, classify, lag_from_progress, total_lag
+from streamlab.observe.lag import LagMonitor, classify, lag_from_progress, total_lag
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "spark-checkpoints"
 

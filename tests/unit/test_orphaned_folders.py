@@ -8,9 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from streamlab.lab import remove_orphaned_folders
+from streamlab.lab.lifecycle import remove_orphaned_folders
 
-MAKE_AND_HANG = ("from streamlab.lab import new_checkpoint; print(new_checkpoint('demo'), flush=True); "
+MAKE_AND_HANG = ("from streamlab.lab.lifecycle import new_checkpoint; print(new_checkpoint('demo'), flush=True); "
                  "import time; time.sleep(120)")
 
 

@@ -1,9 +1,9 @@
-"""streamlab.pid.simulate, the DStreams backpressure model module 4 draws: what its charts claim holds."""
+"""streamlab.rates.pid.simulate, the DStreams backpressure model module 4 draws: what its charts claim holds."""
 from __future__ import annotations
 
 import math
 
-from streamlab.pid import PIDRateEstimator, simulate
+from streamlab.rates.pid import PIDRateEstimator, simulate
 
 
 def test_an_overloaded_job_without_backpressure_falls_further_behind_every_batch():

@@ -94,17 +94,17 @@ def test_dockerfile_spark_version_is_the_pyspark_pin():
 
 
 def test_session_spark_version_is_the_pyspark_pin():
-    text = (ROOT / "streamlab" / "session.py").read_text()
+    text = (ROOT / "streamlab" / "lab" / "session.py").read_text()
     match = re.search(r'^SPARK_VERSION\s*=\s*"([^"]+)"', text, flags=re.M)
-    assert match, "streamlab/session.py no longer defines SPARK_VERSION"
+    assert match, "streamlab/lab/session.py no longer defines SPARK_VERSION"
     assert match.group(1) == PINS["pyspark"], (
-        f"streamlab/session.py SPARK_VERSION={match.group(1)} but pyproject.toml pins pyspark=={PINS['pyspark']}")
+        f"streamlab/lab/session.py SPARK_VERSION={match.group(1)} but pyproject.toml pins pyspark=={PINS['pyspark']}")
 
 
 def test_the_connector_is_built_for_the_installed_spark_and_its_scala():
     import pyspark
 
-    from streamlab.jars import connector_bundle
+    from streamlab.lab.jars import connector_bundle
 
     (group, artifact, version), = connector_bundle().modules
     core = sorted((Path(pyspark.__file__).parent / "jars").glob("spark-core_*.jar"))

@@ -1,7 +1,7 @@
 """The offline Kafka source's planning rules, against the numbers Spark's connector produces (no broker)."""
 from __future__ import annotations
 
-from streamlab.kafka.planner import (
+from streamlab.offline.planner import (
     OffsetRange, from_json, new_offsets, rate_limit, should_delay, split_ranges, to_json,
 )
 

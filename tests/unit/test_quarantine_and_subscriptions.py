@@ -1,9 +1,11 @@
-"""streamlab.quarantine and streamlab.subscriptions: the parts that need neither a broker nor Spark."""
+"""streamlab.delivery.quarantine and streamlab.observe.subscriptions: the parts that need neither a broker nor Spark."""
 from __future__ import annotations
 
 import json
 
-from streamlab import quarantine, subscriptions
+from streamlab.delivery import quarantine
+from streamlab.errors import first_line
+from streamlab.observe import subscriptions
 
 ORDER = "id long, user string, amount double"
 PAYMENT = "order_id long, method string, paid double"
@@ -19,8 +21,8 @@ def test_pattern_matching_like_findfirstin_and_like_kafka():
 def test_data_loss_reason_is_the_line_reported():
     error = Exception("Some data may have been lost ...\nIf you don't want ...\n"
                       "Reason: Added partition t-0 starts from 60 instead of 0. SQLSTATE: XXKST\n=== Streaming Query ===")
-    assert subscriptions._first_line(error).startswith("Added partition t-0 starts from 60 instead of 0")
-    assert subscriptions._first_line(ValueError("\nfirst\nsecond")) == "first"
+    assert first_line(error) == "Exception: Added partition t-0 starts from 60 instead of 0."
+    assert first_line(ValueError("\nfirst\nsecond")) == "ValueError: first"
 
 
 def test_ddl_fields_and_python_validation():

@@ -1,10 +1,10 @@
-"""streamlab.ratecontrol without a broker: the cost fit, the batch table, and how ControlledDemo asks its controller."""
+"""streamlab.rates.ratecontrol without a broker: the cost fit, the batch table, and how ControlledDemo asks its controller."""
 from __future__ import annotations
 
 import pytest
 
-from streamlab import ratecontrol
-from streamlab.monitor import fake_progress
+from streamlab.rates import ratecontrol
+from streamlab.course.checks import fake_progress
 
 
 def made(rows: int, ms: int, behind: int = 0, batch: int = 0) -> dict:

@@ -5,8 +5,8 @@ import pytest
 from pyspark.sql.types import (ArrayType, BinaryType, DoubleType, IntegerType, LongType, StringType, StructField,
                                StructType, TimestampType)
 
-from streamlab.kafka.options import IllegalArgumentException
-from streamlab.kafka.sink import HEADERS_TYPE, plan_write, producer_config
+from streamlab.offline.options import IllegalArgumentException
+from streamlab.offline.sink import HEADERS_TYPE, plan_write, producer_config
 
 HEADERS = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamlab import variants
+from streamlab.course import variants
 
 
 def test_same_seed_same_numbers_in_any_order():

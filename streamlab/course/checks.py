@@ -1,0 +1,135 @@
+"""Exercise checks: one actionable line per check.
+
+In the lab a check prints `✅ name` or `❌ name — found …. Hint: …` and the notebook goes on, so Restart & Run All
+reaches the end of an unfinished notebook. When the grader judges a test cell it runs the cell in its own process
+(never in the learner's kernel) inside `recording()`, and each check's outcome is kept there for partial credit.
+A failed check says what was found and where to look; the expected value is for the lab (`show_expected`) and
+never printed while grading, so feedback does not hand out answers.
+"""
+from __future__ import annotations
+
+import math
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+
+class CheckFailed(AssertionError):
+    """A check that did not pass (kept for code that wants to stop at the first failure)."""
+
+
+@dataclass
+class Outcome:
+    """One check's result as the grader records it."""
+
+    name: str
+    passed: bool
+    line: str
+
+
+_state = threading.local()
+
+
+@contextmanager
+def recording():
+    """Collect every check run inside the block (the grader's side); yields the list of Outcome."""
+    outcomes: list[Outcome] = []
+    previous = getattr(_state, "record", None)
+    _state.record = outcomes
+    try:
+        yield outcomes
+    finally:
+        _state.record = previous
+
+
+class Notebook:
+    """The notebook's own objects, by name: in the lab this kernel's; while grading, the learner's kernel's
+    (so a check can run the learner's function on data the grader made, where that function lives)."""
+
+    def ref(self, name: str):
+        """The object the notebook calls `name` (dots reach attributes: "internals.collect")."""
+        import importlib
+        import types
+
+        from IPython import get_ipython
+
+        first, *rest = name.split(".")
+        shell = get_ipython()
+        obj = shell.user_ns[first] if shell is not None and first in shell.user_ns else importlib.import_module(first)
+        for part in rest:
+            if isinstance(obj, types.ModuleType) and not hasattr(obj, part):
+                obj = importlib.import_module(f"{obj.__name__}.{part}")
+            else:
+                obj = getattr(obj, part)
+        return obj
+
+    def call(self, name: str, *args, **kwargs):
+        """Call the notebook's `name` with plain-data arguments (or refs); the result as plain data."""
+        return self.ref(name)(*args, **kwargs)
+
+
+def notebook() -> Notebook:
+    """Where the notebook's objects live for the check that is running."""
+    return getattr(_state, "notebook", None) or Notebook()
+
+
+def judging() -> bool:
+    """True inside the grader's recording() (the grader's own process, never the learner's kernel)."""
+    return getattr(_state, "record", None) is not None
+
+
+def expect(passed: bool, name: str, expected: str, found: str, hint: str | None = None) -> None:
+    """Report one check: ✅ when `passed`, else what was found (and, in the lab, what was expected) and the hint."""
+    # Only a real True passes (a check must not pass on a truthy learner value); numpy's booleans count.
+    passed = bool(passed) if type(passed).__module__ == "numpy" else passed is True
+    if passed:
+        line = f"✅ {name}"
+    else:
+        shown = f"found {found}" if judging() else f"expected {expected}, found {found}"
+        line = f"❌ {name} — {shown}." + (f" Hint: {hint}" if hint else "")
+    return report(name, passed, line)
+
+
+def report(name: str, passed: bool, line: str) -> None:
+    """Print one check's line and, while the grader judges, record it."""
+    if judging():
+        _state.record.append(Outcome(name, bool(passed), line))
+    print(line)
+    return None  # so a test cell ending in a check shows no Out[] line
+
+
+def expect_equal(actual, expected, name: str, hint: str | None = None) -> None:
+    """Check that `actual == expected`."""
+    try:
+        same = bool(actual == expected)
+    except Exception:
+        same = False
+    return expect(same, name, repr(expected), repr(actual), hint)
+
+
+def expect_close(actual, expected: float, name: str, rel: float = 0.05, hint: str | None = None) -> None:
+    """Check that a number is within `rel` (relative) of `expected`."""
+    ok = isinstance(actual, (int, float)) and not isinstance(actual, bool) and math.isclose(
+        actual, expected, rel_tol=rel, abs_tol=1e-9)
+    return expect(ok, name, f"{expected} (±{rel:.0%})", repr(actual), hint)
+
+
+# -- calling a learner's code, and inputs made for a check ---------------------------------------------------
+
+def attempt(fn, *args, **kwargs):
+    """Call a learner's function for a check: None when it is not written yet, the error text when it raises."""
+    if not callable(fn):
+        return None
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # shown by the check as what was found
+        return f"{type(exc).__name__}: {exc}"
+
+
+def fake_progress(batch: int, latest: dict, end: dict, topic: str = "t", rows: int = 100) -> dict:
+    """A minimal progress event for tests: one Kafka source with the given {partition: offset} latest and end."""
+    as_json = lambda parts: {topic: {str(p): o for p, o in parts.items()}}  # noqa: E731
+    return {"batchId": batch, "numInputRows": rows, "inputRowsPerSecond": 0.0, "processedRowsPerSecond": 0.0,
+            "durationMs": {"triggerExecution": 0},
+            "sources": [{"startOffset": as_json({p: max(0, o - rows) for p, o in end.items()}),
+                         "endOffset": as_json(end), "latestOffset": as_json(latest), "numInputRows": rows}]}

@@ -1,0 +1,32 @@
+"""Quiz questions whose graded answer is a plain variable; the grader's hidden reveal() holds the key."""
+from __future__ import annotations
+
+from streamlab.course.checks import expect, judging, report
+
+
+def check_format(answer, choices: str | None = None, name: str = "answer", number: bool = False) -> None:
+    """Visible check: the answer is filled in and has the right form. It never says whether it is right."""
+    if number:
+        ok = isinstance(answer, (int, float)) and not isinstance(answer, bool)
+        want, fix = "a number", "replace None with your number"
+    else:
+        valid = list(choices or "")
+        ok = isinstance(answer, str) and answer.strip().lower() in valid
+        want, fix = f"one of {', '.join(valid)}", "set the variable to the letter of your choice"
+    if judging():
+        return None  # the form is not worth points; reveal() decides
+    if ok:
+        print(f"📝 {name} recorded ({answer!r}): it is graded with the hidden tests when you check your work")
+        return None
+    return expect(False, f"{name} is answered", want, repr(answer), fix)
+
+
+def reveal(answer, correct, explanation: str, name: str = "answer") -> None:
+    """Hidden check: compare with the key and give the explanation (it lands in the feedback)."""
+    given = answer.strip().lower() if isinstance(answer, str) else answer
+    right = type(given) is type(correct) and given == correct or (
+        isinstance(given, (int, float)) and not isinstance(given, bool) and isinstance(correct, (int, float))
+        and given == correct)
+    # A wrong answer gets no explanation: it would give the key away, and the learner may check again.
+    line = f"✅ {name}: {explanation}" if right else f"❌ {name}: your answer {answer!r} is not right"
+    report(name, right, line)

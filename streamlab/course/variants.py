@@ -1,0 +1,136 @@
+"""Per-learner numbers: exercises draw topic sizes, caps and rates from the learner's seed, so two learners differ.
+
+The seed comes from, in order: $STREAMLAB_SEED (the grader sets it: from the nbgrader student id in a cohort,
+from `--seed` or this machine's stored seed for `grader check`), else the seed stored for this assignment in
+`.streamlab/variants.json`, made at random on first use. The same (assignment, seed, key) always gives the same
+number, whatever order the cells run in, so the notebook, its visible checks and the grader's hidden checks agree.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import secrets
+from pathlib import Path
+
+SEED_ENV = "STREAMLAB_SEED"
+ASSIGNMENT_ENV = "STREAMLAB_ASSIGNMENT"
+
+
+def _store() -> Path:
+    from streamlab.lab.jars import state_dir
+
+    return state_dir() / "variants.json"
+
+
+def _stored() -> dict:
+    try:
+        data = json.loads(_store().read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _save(data: dict) -> None:
+    path = _store()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
+    tmp.replace(path)
+
+
+def current_assignment() -> str:
+    """The assignment id of the running notebook ($STREAMLAB_ASSIGNMENT, the notebook's file name, or its folder)."""
+    if os.environ.get(ASSIGNMENT_ENV):
+        return os.environ[ASSIGNMENT_ENV]
+    session = os.environ.get("JPY_SESSION_NAME")  # jupyter_server sets it to the notebook's path
+    if session and session.endswith(".ipynb"):
+        return Path(session).stem
+    return Path.cwd().name
+
+
+def student_seed(student: str, assignment: str) -> int:
+    """The seed of one learner in a cohort: a stable hash of the nbgrader student id and the assignment."""
+    digest = hashlib.sha256(f"{student}\0{assignment}".encode()).hexdigest()
+    return int(digest[:8], 16) % 1_000_000
+
+
+def stored_seed(assignment: str, create: bool = True) -> int | None:
+    """This machine's seed for `assignment` (made and stored on first use when `create`)."""
+    data = _stored()
+    value = data.get(assignment)
+    if isinstance(value, int):
+        return value
+    if not create:
+        return None
+    value = secrets.randbelow(1_000_000)
+    data[assignment] = value
+    _save(data)
+    return value
+
+
+def seed_for(assignment: str) -> int:
+    """The seed in force for `assignment`: $STREAMLAB_SEED when set, else this machine's stored one."""
+    raw = os.environ.get(SEED_ENV, "").strip()
+    if raw:
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"{SEED_ENV}={raw!r} is not a whole number; unset it or give e.g. 1234") from None
+    return stored_seed(assignment)
+
+
+def new_variant(assignment: str | None = None) -> int:
+    """Draw fresh numbers for an assignment (self-paced): store a new seed; re-run the notebook to use it."""
+    assignment = assignment or current_assignment()
+    data = _stored()
+    old = data.get(assignment)
+    value = old
+    while value == old:
+        value = secrets.randbelow(1_000_000)
+    data[assignment] = value
+    _save(data)
+    print(f"{assignment}: new variant {value}. Restart the kernel and run all cells to get its numbers.")
+    return value
+
+
+class Variant:
+    """The numbers of one (assignment, seed): each draw is named, so it never depends on the order of cells."""
+
+    def __init__(self, assignment: str, seed: int):
+        self.assignment, self.seed = assignment, int(seed)
+
+    def __repr__(self) -> str:
+        return f"Variant({self.assignment!r}, seed={self.seed})"
+
+    def rng(self, key: str) -> random.Random:
+        """A generator for one named draw (the same for the same assignment, seed and key)."""
+        return random.Random(f"{self.assignment}:{self.seed}:{key}")
+
+    def randint(self, key: str, low: int, high: int, step: int = 1) -> int:
+        """A whole number from low to high inclusive, a multiple of `step` above `low`."""
+        return low + step * self.rng(key).randint(0, (high - low) // step)
+
+    def choice(self, key: str, options):
+        """One of `options`."""
+        return self.rng(key).choice(list(options))
+
+    def sample(self, key: str, options, k: int) -> list:
+        """`k` different items of `options`, in drawn order."""
+        return self.rng(key).sample(list(options), k)
+
+    def numbers(self, prefix: str, **ranges) -> dict:
+        """Several whole numbers at once: numbers("q4", end=(3000, 6000, 100)) -> {"end": 4700}, each drawn as
+        randint(f"{prefix}.{name}", low, high[, step])."""
+        return {name: self.randint(f"{prefix}.{name}", *spec) for name, spec in ranges.items()}
+
+    def uniform(self, key: str, low: float, high: float, digits: int = 2) -> float:
+        """A number from low to high, rounded to `digits` decimals."""
+        return round(self.rng(key).uniform(low, high), digits)
+
+
+def variant(assignment: str | None = None, seed: int | None = None) -> Variant:
+    """The running notebook's variant (or another assignment's / seed's, as the grader asks)."""
+    assignment = assignment or current_assignment()
+    return Variant(assignment, seed_for(assignment) if seed is None else seed)

@@ -1,0 +1,165 @@
+"""The course's SparkSession, and which engine serves format("kafka")."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from streamlab.errors import LabError
+
+SPARK_VERSION = "4.2.0"
+CONNECTOR_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+MIN_JAVA = 17
+
+
+def java_binary() -> str:
+    """The `java` that Spark and the broker start ($JAVA_HOME's, else the one on PATH), or a LabError."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise LabError("Java was not found. Spark needs Java 17 or newer: install it "
+                       "(Debian/Ubuntu: `sudo apt-get install openjdk-17-jre-headless`) or set JAVA_HOME.")
+    return java
+
+
+def java_version() -> int:
+    """The major version of the Java that Spark will start, or a LabError naming the fix."""
+    java = java_binary()
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=10).stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LabError(f"`{java} -version` failed ({exc}): check JAVA_HOME.") from None
+    match = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not match:
+        raise LabError(f"Could not read the Java version from `{java} -version`: check JAVA_HOME.")
+    major = int(match.group(1))
+    if major == 1 and match.group(2):  # "1.8.0" style
+        major = int(match.group(2))
+    if major < MIN_JAVA:
+        raise LabError(f"Spark {SPARK_VERSION} needs Java {MIN_JAVA} or newer, found Java {major} at {java}: "
+                       "install Java 17 and point JAVA_HOME at it.")
+    return major
+
+
+def spark():
+    """A local SparkSession with course defaults, on which format("kafka") works for reads and writes."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        _enable_kafka(active)
+        return active
+    java_version()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    log_conf = Path(__file__).with_name("log4j2.properties")
+    conf = {
+        "spark.master": "local[2]",
+        "spark.app.name": "streamlab",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        "spark.ui.enabled": os.environ.get("STREAMLAB_SPARK_UI", "false"),
+        "spark.ui.host": "127.0.0.1",
+        # -Xss: stopping a query whose foreachBatch is running can overflow the stream execution thread's
+        # default 1 MB stack in java.util.regex, printing a 1024-frame trace at every stop.
+        # C1 only and the serial collector: the lab's batches are small and short-lived, so C2's compiler threads
+        # and a parallel collector cost more CPU than they save (start-up and a 30-batch read ~25% faster here).
+        "spark.driver.extraJavaOptions": (f"-Dlog4j.configurationFile=file:{log_conf} -Xss16m "
+                                          "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"),
+        "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        # query.stop() waits at most this long for a stream thread blocked on a lost broker.
+        "spark.sql.streaming.stopTimeout": "15s",
+        "spark.python.worker.reuse": "true",
+        "spark.ui.showConsoleProgress": "false",
+    }
+    if chosen_engine()[0] == "connector":
+        from streamlab.lab.jars import connector_jars
+
+        # On the driver's class path (local mode: the executors share its JVM), straight from the set-up cache.
+        conf["spark.driver.extraClassPath"] = os.pathsep.join(str(p) for p in connector_jars())
+    _launch_quiet_jvm(conf)
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    _enable_kafka(session)
+    return session
+
+
+def _launch_quiet_jvm(conf: dict) -> None:
+    """Start Spark's JVM with its console output in .streamlab/spark.log, so no start-up line reaches a cell.
+
+    ipykernel forwards a child process's stderr into the running cell; the JVM's banner lines ("Setting default
+    log level...", incubator-module warnings) are not the lesson. Errors still reach the learner as exceptions.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    from streamlab.lab.jars import state_dir
+
+    if SparkContext._gateway is not None:
+        return
+    state_dir().mkdir(parents=True, exist_ok=True)
+    log = open(state_dir() / "spark.log", "ab")
+    spark_conf = SparkConf(loadDefaults=False)
+    for key, value in conf.items():
+        spark_conf.set(key, value)
+    SparkContext._gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
+    SparkContext._jvm = SparkContext._gateway.jvm
+
+
+def _connector_on_classpath(session) -> bool:
+    try:
+        session.sparkContext._jvm.java.lang.Class.forName(CONNECTOR_CLASS)
+        return True
+    except Exception:
+        return False
+
+
+def in_ci() -> bool:
+    """Whether this runs under CI ($CI set true), where the real stack is required and no fallback is taken."""
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def chosen_engine() -> tuple[str, str]:
+    """('connector' or 'offline', why): the engine a new session gets, from $STREAMLAB_ENGINE and the jar cache.
+
+    The connector whenever `make setup` resolved its jars and the broker's; else the offline fallback, with the
+    reason, except where the real stack is required ($STREAMLAB_ENGINE=connector, or CI): there a LabError.
+    """
+    from streamlab.lab.jars import needed_bundles
+
+    asked = os.environ.get("STREAMLAB_ENGINE", "").strip().lower()
+    if asked not in ("", "connector", "offline"):
+        raise LabError(f"STREAMLAB_ENGINE={asked!r} is not an engine: use connector (the default) or offline.")
+    if asked == "offline":
+        return "offline", "STREAMLAB_ENGINE=offline"
+    for bundle in needed_bundles():
+        try:
+            bundle.jars()
+        except LabError as missing:
+            if asked == "connector" or in_ci():
+                raise
+            return "offline", f"fallback, because {str(missing)[0].lower()}{str(missing)[1:]}"
+    return "connector", "Apache Kafka and Spark's own connector"
+
+
+def engine(session=None) -> str:
+    """'connector' when Spark's own Kafka connector serves format("kafka"), else 'offline'."""
+    session = session or spark()
+    if os.environ.get("STREAMLAB_ENGINE", "").strip().lower() == "offline":
+        return "offline"
+    return "connector" if _connector_on_classpath(session) else "offline"
+
+
+def _enable_kafka(session) -> None:
+    if engine(session) == "offline":
+        from streamlab.offline import install
+
+        install(session)

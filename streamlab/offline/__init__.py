@@ -1,0 +1,58 @@
+"""The offline engine: Spark's Kafka source and sink, written on PySpark's Python Data Source API.
+
+Spark reserves the name "kafka" for its own connector (its lookup fails with "Failed to find data source:
+kafka" before user-defined sources are consulted), so the data source is registered as `streamlab_kafka`.
+`register` only adds that name (a session can then run both stacks: `format("kafka")` is the connector,
+`format("streamlab_kafka")` the offline engine); `install` also routes `format("kafka")` to it, for a session
+that has no connector.
+"""
+from __future__ import annotations
+
+OFFLINE_NAME = "streamlab_kafka"
+
+_patched = False
+
+
+def register(session) -> None:
+    """Register the offline Kafka data source on `session` as format("streamlab_kafka"), leaving "kafka" alone."""
+    from streamlab.offline.source import KafkaDataSource, route_reads
+    from streamlab.offline.sink import route_save_modes
+
+    if not getattr(session, "_streamlab_kafka_registered", False):
+        session.dataSource.register(KafkaDataSource)
+        session._streamlab_kafka_registered = True
+    # Spark refuses the default save mode (ErrorIfExists) for any Python data source; the sink restores Kafka's rules.
+    route_save_modes()
+    route_reads()
+
+
+def install(session) -> None:
+    """Register the offline Kafka data source on `session` and route format("kafka") to it."""
+    register(session)
+    _route_kafka_format()
+
+
+def serves(name) -> bool:
+    """Whether format(`name`) is the offline engine: its own name, or "kafka" once `install` routed it."""
+    name = name.strip().lower() if isinstance(name, str) else ""
+    return name == OFFLINE_NAME or (name == "kafka" and _patched)
+
+
+def _route_kafka_format() -> None:
+    global _patched
+    if _patched:
+        return
+    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
+    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+
+    for cls in (DataFrameReader, DataFrameWriter, DataStreamReader, DataStreamWriter):
+        original = cls.format
+
+        def routed(self, source, _original=original):
+            if isinstance(source, str) and source.strip().lower() == "kafka":
+                source = OFFLINE_NAME
+            return _original(self, source)
+
+        routed.__doc__ = original.__doc__
+        cls.format = routed
+    _patched = True
