@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     chk.add_argument("notebook", type=Path)
     chk.add_argument("--assignment", help="assignment id, when the file name is not <id>.ipynb")
     chk.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
-    chk.add_argument("--results", type=Path, help="feedback folder (default feedback/check/<assignment>/)")
+    chk.add_argument("--results", type=Path, help="feedback folder (default feedback/ next to the notebook)")
     chk.add_argument("--seed", type=int, help="grade this variant (default: this machine's, as the lab uses)")
     grd = sub.add_parser("grade", help="autograde a cohort: SUBMISSIONS_DIR/<student>/<assignment>/<id>.ipynb")
     grd.add_argument("submissions", type=Path)

@@ -52,7 +52,7 @@ def read_submission(path: Path, assignment_id: str | None = None, source: Path =
     """Validate a learner's file: (assignment id, parsed notebook), or GraderError naming the problem."""
     if not source.is_dir():
         raise GraderError(f"this copy of the course has no hidden tests ({source.name}/ is not here: a graded "
-                          "cohort's copy): your instructor grades it; the ✅/❌ lines under each exercise are your "
+                          "cohort's copy): your instructor grades it; the ✓/✗ lines under each exercise are your "
                           "visible checks")
     known = assignments(source)
     expected = ", ".join(f"{a}.ipynb" for a in known) or f"none yet: {source} is empty"
@@ -171,10 +171,12 @@ def collect(run, tests, notes: dict[str, list[str]]) -> tuple[list[Exercise], li
             points = verdict.points
             failed = next((c.line for c in verdict.checks if not c.passed), None)
             why = verdict.skipped or pending_by_test.get(gid) or failed or (
-                f"❌ {verdict.error}" if verdict.error else None) or ""
+                f"✗ {verdict.error}" if verdict.error else None) or ""
         status = "passed" if points >= test.points else ("partial" if points > 0 else "failed")
         if status != "passed" and why:
             hints.append(why)
+        elif verdict is not None:  # a right quiz answer: "whether it is right, and why"
+            hints += [c.line for c in verdict.checks if ". Why: " in c.line]
         exercises.append(Exercise(gid, points, test.points, status, " | ".join(hints)))
     return exercises, pending
 
@@ -182,7 +184,7 @@ def collect(run, tests, notes: dict[str, list[str]]) -> tuple[list[Exercise], li
 def table(result: Result) -> str:
     """The learner-facing table: exercise | points | status | hint, then notes and `score: x / y`."""
     rows = [("exercise", "points", "status", "hint")]
-    marks = {"passed": "✅ passed", "partial": "🟡 partial", "failed": "❌ failed"}
+    marks = {"passed": "✓ passed", "partial": "◐ partial", "failed": "✗ failed"}  # no emoji font needed
     for ex in result.exercises:
         rows.append((ex.grade_id, f"{_num(ex.points)}/{_num(ex.max_points)}", marks[ex.status], ex.hint))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
@@ -476,11 +478,22 @@ def _broker_still_there(bootstrap: str) -> None:
                             "check again")
 
 
+def feedback_folder(path: Path, aid: str) -> Path:
+    """feedback/ next to the notebook, where JupyterLab's file browser shows it (feedback/check/<id>/ when that
+    folder cannot be written)."""
+    folder = path.resolve().parent / "feedback"
+    try:
+        folder.mkdir(exist_ok=True)
+        return folder
+    except OSError:
+        return CHECK_RESULTS / aid
+
+
 def check(path: str | Path, assignment_id: str | None = None, timeout: int | None = None,
           results: str | Path | None = None, source: Path = SOURCE, seed: int | None = None) -> Result:
-    """Grade a learner's notebook, writing feedback under `results` (default feedback/check/<assignment>/)."""
+    """Grade a learner's notebook, writing feedback under `results` (default: feedback/ next to the notebook)."""
     path = Path(path)
     aid = assignment_id or path.stem
-    folder = Path(results) if results else CHECK_RESULTS / aid
+    folder = Path(results) if results else feedback_folder(path, aid)
     return grade_notebook(path, assignment_id, DEFAULT_STUDENT, source, timeout, feedback_dir=folder, seed=seed)
 

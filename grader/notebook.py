@@ -33,7 +33,7 @@ def _target_or_none(target: str | os.PathLike | None, call: str) -> Path | None:
     try:
         return _find(target)
     except ValueError as exc:
-        print(f"⚠️  {exc}")
+        print(f"⚠ {exc}")
         return None
 
 
@@ -52,9 +52,11 @@ def check(target: str | os.PathLike | None = None, timeout: int | None = None,
         cmd += ["--timeout", str(timeout)]
     env = {**os.environ, "STREAMLAB_JUST_SAVED": "1"} if not _announce else None
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
-    print(done.stdout.split("\n", 1)[-1].rstrip() if done.returncode == 0 else "", end="")
+    # The feedback page is written next to the notebook: name it as the file browser shows it.
+    shown = done.stdout.replace(f"feedback: {path.resolve().parent}/", f"feedback: {path.parent.name}/")
+    print(shown.split("\n", 1)[-1].rstrip() if done.returncode == 0 else "", end="")
     if done.returncode != 0:
-        print("⚠️  " + (done.stderr.strip().splitlines() or ["the grader failed"])[-1].removeprefix("error: "))
+        print("⚠ " + (done.stderr.strip().splitlines() or ["the grader failed"])[-1].removeprefix("error: "))
     else:
         print()
     return done.returncode
@@ -93,7 +95,7 @@ def check_here(timeout: int | None = None) -> int | None:
         print(f"Saved {path.name}.")
     else:
         age = time.time() - path.stat().st_mtime
-        print(f"⚠️  Could not save {path.name} for you: what is graded is the copy saved {_ago(age)}. "
+        print(f"⚠ Could not save {path.name} for you: what is graded is the copy saved {_ago(age)}. "
               "Save it (Ctrl-S) and run this cell again to grade your latest answers.")
     return check(path, timeout, _announce=False)
 
@@ -117,11 +119,26 @@ def check_button(timeout: int | None = None):
         try:
             with out:
                 check_here(timeout)
+                _link_feedback()
         finally:
             button.disabled, button.description = False, "Check again"
 
     button.on_click(on_click)
     display(W.VBox([button, out]))
+
+
+def _link_feedback() -> None:
+    """A link to the HTML feedback the check wrote next to the notebook (JupyterLab opens it in a tab)."""
+    from IPython.display import HTML, display
+
+    try:
+        page = _find(None)
+    except ValueError:
+        return
+    feedback = page.parent / "feedback" / f"{page.stem}.html"
+    if feedback.is_file():
+        display(HTML(f'<a href="feedback/{feedback.name}" target="_blank">Open the full feedback</a> '
+                     f'(also in the file browser: {page.parent.name}/feedback/{feedback.name})'))
 
 
 def _ago(seconds: float) -> str:

@@ -184,7 +184,7 @@ def _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKer
                     outcome.stopped = str(exc)
                     return
             outcome.verdicts[gid] = verdict
-            text = verdict.skipped or verdict.output + (f"❌ {verdict.error}\n" if verdict.error else "")
+            text = verdict.skipped or verdict.output + (f"✗ {verdict.error}\n" if verdict.error else "")
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)] if text else []
             continue
         started = time.monotonic()

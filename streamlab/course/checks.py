@@ -1,10 +1,12 @@
 """Exercise checks: one actionable line per check.
 
-In the lab a check prints `✅ name` or `❌ name — found …. Hint: …` and the notebook goes on, so Restart & Run All
+In the lab a check prints `✓ name` or `✗ name — found …. Hint: …` and the notebook goes on, so Restart & Run All
 reaches the end of an unfinished notebook. When the grader judges a test cell it runs the cell in its own process
 (never in the learner's kernel) inside `recording()`, and each check's outcome is kept there for partial credit.
-A failed check says what was found and where to look; the expected value is for the lab (`show_expected`) and
-never printed while grading, so feedback does not hand out answers.
+A failed check says what was found and where to look, never the expected value (in the lab neither: many
+exercises ask for a prediction, and a check that printed the target would answer it). A check that can only see
+the form of an answer (`expect_form`) says so instead of showing a pass mark, and is worth nothing to the grader.
+The marks are plain characters that every font the lab uses has (DejaVu's), not emoji.
 """
 from __future__ import annotations
 
@@ -78,16 +80,27 @@ def judging() -> bool:
     return getattr(_state, "record", None) is not None
 
 
+PASS, FAIL, FORM = "✓", "✗", "○"  # in DejaVu Sans and DejaVu Sans Mono: no emoji font needed
+
+
 def expect(passed: bool, name: str, expected: str, found: str, hint: str | None = None) -> None:
-    """Report one check: ✅ when `passed`, else what was found (and, in the lab, what was expected) and the hint."""
+    """Report one check: ✓ when `passed`, else what was found and the hint (`expected` is never printed)."""
     # Only a real True passes (a check must not pass on a truthy learner value); numpy's booleans count.
     passed = bool(passed) if type(passed).__module__ == "numpy" else passed is True
-    if passed:
-        line = f"✅ {name}"
-    else:
-        shown = f"found {found}" if judging() else f"expected {expected}, found {found}"
-        line = f"❌ {name} — {shown}." + (f" Hint: {hint}" if hint else "")
+    line = f"{PASS} {name}" if passed else f"{FAIL} {name} — found {found}." + (f" Hint: {hint}" if hint else "")
     return report(name, passed, line)
+
+
+def expect_form(ok: bool, name: str, found: str, hint: str | None = None) -> None:
+    """A visible check of an answer's form only: never a pass mark, and no points (the hidden tests decide)."""
+    ok = bool(ok) if type(ok).__module__ == "numpy" else ok is True
+    if judging():
+        return None  # the form is worth nothing; the hidden checks of the same cell grade the answer
+    if ok:
+        print(f"{FORM} {name}: answered ({found}); only its form is checked here, Check my work grades it")
+        return None
+    print(f"{FAIL} {name} — found {found}." + (f" Hint: {hint}" if hint else ""))
+    return None
 
 
 def report(name: str, passed: bool, line: str) -> None:

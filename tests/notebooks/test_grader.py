@@ -161,15 +161,17 @@ def test_solution_gets_full_marks(cohort):
     results, _ = cohort
     r = results["solution"]
     assert (r.score, r.max_score, r.error) == (6, 6, None), f"the solution scored {r.score}/6: {r.exercises}"
-    assert not r.notes and all(not e.hint for e in r.exercises), "the solution should raise no remarks"
+    assert not r.notes and all(not e.hint or e.hint.startswith(f"✓ {e.grade_id[:2]}: right. Why: ")
+                               for e in r.exercises), f"the solution should raise no remarks: {r.exercises}"
 
 
 def test_untouched_student_version_scores_zero(cohort):
     results, _ = cohort
     r = results["untouched"]
     assert (r.score, r.max_score) == (0, 6), f"the untouched notebook scored {r.score}"
-    assert _hint(r, "q1_offsets_home").startswith("❌ q1: your answer None is not right"), _hint(r, "q1_offsets_home")
-    assert all(e.hint.startswith("❌") for e in r.exercises), [e.hint for e in r.exercises]
+    assert _hint(r, "q1_offsets_home") == "✗ q1: your answer None is not right (not answered yet)", \
+        "an unanswered quiz question gets no explanation"
+    assert all(e.hint.startswith("✗") for e in r.exercises), [e.hint for e in r.exercises]
 
 
 def test_partial_credit_and_hidden_test_hint(cohort):
@@ -179,10 +181,14 @@ def test_partial_credit_and_hidden_test_hint(cohort):
     assert _points(r) == {"ex1_total_lag": 2, "ex2_end_offsets": 1, "q1_offsets_home": 1, "q2_cap_split": 0}
     assert r.score == 4
     hint = _hint(r, "ex2_end_offsets")
-    assert hint.startswith("❌ ex2_end_offsets_values — found {0: 5, 1: 5}. Hint: 12 messages"), hint
+    assert hint.startswith("✗ ex2_end_offsets_values — found {0: 5, 1: 5}. Hint: 12 messages"), hint
     assert "{0: 6, 1: 6}" not in hint, "a failed check must not print the answer"
     assert "expect_equal" not in hint, "a hidden test's code must never be printed"
-    assert _hint(r, "q2_cap_split") == "❌ q2: your answer 100 is not right", "a wrong quiz answer gets no key"
+    # An answered quiz question is told whether it is right, and why (the course's promise), right or wrong.
+    assert _hint(r, "q2_cap_split") == ("✗ q2: your answer 100 is not right. "
+                                         "Why: the budget is split in proportion to backlog"), _hint(r, "q2_cap_split")
+    assert _hint(r, "q1_offsets_home") == ("✓ q1: right. Why: offsets live in the checkpoint; Spark commits "
+                                            "nothing to Kafka"), "a right answer's explanation is shown too"
 
 
 @pytest.mark.parametrize("student", sorted(CHEATS))
@@ -326,7 +332,7 @@ def test_check_cli_prints_table_and_leaves_file_alone(released, tmp_path, bootst
     assert lines[-1] == "score: 4 / 6", done.stdout
     assert any(ln.startswith("exercise") and "points" in ln and "status" in ln and "hint" in ln for ln in lines)
     row = next(ln for ln in lines if ln.startswith("ex2_end_offsets"))
-    assert "1/2" in row and "partial" in row and "❌ ex2_end_offsets_values" in row, row
+    assert "1/2" in row and "partial" in row and "✗ ex2_end_offsets_values" in row, row
     assert (tmp_path / "results" / f"{AID}.html").is_file()
     assert f"feedback: {tmp_path / 'results' / f'{AID}.html'}" in done.stdout
     assert (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns) == before, \
