@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
 LAB_PORT ?= 8888
 
-.PHONY: help setup lab test test-fast bench release broker-start broker-stop clean browser-deps compose-deps
+.PHONY: help setup lab test test-fast test-docker bench release broker-start broker-stop clean browser-deps compose-deps
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -21,8 +21,8 @@ $(STAMP): pyproject.toml
 setup: $(STAMP) ## create .venv, resolve Apache Kafka's and Spark's connector jars, start the broker (seconds when done)
 	@$(PY) -m streamlab setup
 
-lab: $(STAMP) ## set up, start the broker and JupyterLab on the notebooks (127.0.0.1, with a token); Ctrl-C stops both
-	@$(PY) -m streamlab lab --port $(LAB_PORT)
+lab: $(STAMP) ## set up, start the broker and JupyterLab on the notebooks (127.0.0.1, with a token); Ctrl-C stops both; CLUSTER=1: on 3 brokers and a Spark cluster
+	@$(if $(CLUSTER),STREAMLAB_CLUSTER=1 )$(PY) -m streamlab lab --port $(LAB_PORT)
 
 browser-deps: ## install Debian's Chromium for the browser test (needs root; CI does this)
 	@if ! command -v chromium >/dev/null; then \
@@ -34,8 +34,12 @@ compose-deps: ## install Debian's docker-compose, which the tests use to validat
 	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose >/dev/null) || echo "warning: could not install docker-compose"; \
 	  else echo "note: docker-compose is not installed and this is not root: the compose tests will skip (apt-get install docker-compose)"; fi; fi
 
-test: setup browser-deps compose-deps ## set up and run every test
-	$(PY) -m pytest -q -p no:cacheprovider --durations=25
+test: setup browser-deps compose-deps ## set up and run every test (then the compose lab: make test-docker)
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25 --ignore=tests/docker
+	@$(MAKE) --no-print-directory test-docker
+
+test-docker: setup browser-deps ## build and run the compose lab on podman, Debian's Docker API (installs it as root; else skips)
+	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests/docker
 
 test-fast: setup compose-deps ## unit tests only (no broker, no Spark)
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
@@ -47,6 +51,12 @@ release: setup ## regenerate notebooks/ (student versions) from solutions/ with 
 	$(PY) -m grader release
 
 broker-start: setup ## start the lab's Kafka broker
+cluster-start: setup ## start the lab's cluster: 3 Kafka brokers, a Spark Master and 2 Workers
+	@$(PY) -m streamlab cluster start
+
+cluster-stop: ## stop the lab's cluster and delete its folder
+	@test -x $(PY) && $(PY) -m streamlab cluster stop || true
+
 broker-stop: ## stop the lab's Kafka broker (if streamlab started it)
 	@test -x $(PY) && $(PY) -m streamlab broker stop || true
 

@@ -1,4 +1,4 @@
-"""`python -m streamlab setup|jars|broker start|stop|status|reset|doctor`."""
+"""`python -m streamlab setup|jars|broker start|stop|status|reset|cluster start|stop|status|doctor|lab`."""
 from __future__ import annotations
 
 import argparse
@@ -61,7 +61,11 @@ def _lab(port: int) -> int:
         print(f"error: port {port} is taken (is a lab already running? `jupyter server list` shows it); "
               f"stop it, or start this one with `make lab LAB_PORT={port + 1}`", file=sys.stderr)
         return 1
-    ran_before = bool(external_bootstrap()) or probe(f"127.0.0.1:{broker_port()}") != "closed"
+    from streamlab.lab import cluster
+
+    on_cluster = cluster.wanted()  # make lab CLUSTER=1: the notebooks' kernels inherit STREAMLAB_CLUSTER=1
+    ran_before = bool(external_bootstrap()) or (cluster.folder().exists() if on_cluster else
+                                                probe(f"127.0.0.1:{broker_port()}") != "closed")
     if main(["setup"]):
         return 1
     root = Path(__file__).resolve().parent.parent
@@ -85,7 +89,9 @@ def _lab(port: int) -> int:
             proc.kill()
             return 130
     finally:
-        if not ran_before and stop_broker():
+        if not ran_before and on_cluster:
+            print(f"{cluster.stop()} (this lab started the cluster)")
+        elif not ran_before and stop_broker():
             print("broker stopped (this lab started it)")
 
 
@@ -98,6 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     jars.add_argument("--only", choices=["connector", "broker"], help="just one of the two (the Docker image: connector)")
     broker = sub.add_parser("broker", help="start, stop, inspect or reset the lab's Kafka broker")
     broker.add_argument("action", choices=["start", "stop", "status", "reset"])
+    cluster = sub.add_parser("cluster", help="start, stop or inspect the lab's cluster: 3 Kafka brokers, a Spark "
+                                             "Master and 2 Workers")
+    cluster.add_argument("action", choices=["start", "stop", "status"])
+    cluster.add_argument("--scram", action="store_true", help="SCRAM-SHA-512 authentication and ACLs (StandardAuthorizer)")
+    cluster.add_argument("--admin-password", help="the admin's SCRAM password (with --scram)")
     sub.add_parser("doctor", help="check Java, the broker and Spark, one line each")
     lab = sub.add_parser("lab", help="set up, then serve JupyterLab on the notebooks; Ctrl-C stops what it started")
     lab.add_argument("--port", type=int, default=8888)
@@ -114,6 +125,16 @@ def main(argv: list[str] | None = None) -> int:
             if status or args.command == "jars":
                 return status
             print(f"broker ready at {ensure_broker()} ({chosen_engine()[1]})")
+        elif args.command == "cluster":
+            from streamlab.lab import cluster as lab_cluster
+
+            if args.action == "start":
+                print(f"cluster ready: brokers {lab_cluster.start(args.scram, args.admin_password)}, "
+                      f"Spark {lab_cluster.master_url()} (UI http://127.0.0.1:{lab_cluster.ports().master_ui})")
+            elif args.action == "stop":
+                print(lab_cluster.stop())
+            else:
+                print(lab_cluster.status())
         elif args.command == "broker":
             if args.action == "start":
                 print(f"broker ready at {ensure_broker()}")

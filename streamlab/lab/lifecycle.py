@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from streamlab.lab import topics as _topics
-from streamlab.lab.broker import ensure_broker, probe
+from streamlab.lab.broker import ensure_broker, probe, probe_all, topic_states
 from streamlab.errors import LabError
 from streamlab.lab.session import chosen_engine, engine, spark
 from streamlab.course.variants import variant
@@ -25,40 +25,74 @@ ENGINE_NOTES = {
 }
 
 
-def setup():
-    """Start or reuse the broker and Spark, print one line about each, and return (spark, bootstrap)."""
+def setup(cluster: bool = False):
+    """Start or reuse the broker and Spark, print one line about each, and return (spark, bootstrap).
+
+    cluster=True (or $STREAMLAB_CLUSTER=1): three Kafka brokers and a Spark standalone cluster (streamlab.lab.cluster).
+    """
+    if cluster:
+        os.environ["STREAMLAB_CLUSTER"] = "1"
     bootstrap = ensure_broker()
     _bootstrap[:] = [bootstrap]
     session = spark()
     kind = engine(session)
     why = chosen_engine()[1]
     print(f"broker    {bootstrap}")
-    print(f"spark     {session.version} (local[2])")
+    print(f"spark     {session.version} ({session.sparkContext.master})")
     print(f"engine    {kind}: {ENGINE_NOTES[kind]}" + (f" ({why})" if kind == "offline" else ""))
     mine = variant()
     print(f"variant   {mine.seed} (the numbers of your exercises; streamlab.new_variant() draws others)")
+    swept = sweep_orphans(bootstrap)
+    if swept:
+        print(f"swept     {swept}")
+    _use_broker()
     BrokerWatch.start_for(session, bootstrap)
     return session, bootstrap
 
 
 class BrokerWatch(threading.Thread):
-    """Stops the session's queries within seconds when the broker stops answering, and says so in one line.
+    """Watches the lab's brokers and every running query's own Kafka sources; says what went wrong in one line
+    naming the fix, within seconds, in the cell that is running, and stops a query that would otherwise wait.
 
-    Without it, Spark's connector waits on the lost broker: a query hangs with no batch and no error, or fails
-    a minute later with a long Java trace. In a notebook the line is printed at the end of the running cell
-    (IPython's post_run_cell event), so it lands where the learner is looking.
+    Without it, Spark's connector waits on a broker that is gone or was never there (a typo in a learner's own
+    `kafka.bootstrap.servers`): a query hangs with no batch and no error ("Getting offsets from KafkaV2[...]"), or
+    fails a minute later with a long Java trace; a topic deleted under a query is named only inside a 53-line plan.
+
+    The lab's broker list (one broker, or a cluster's) counts as lost only when none of its brokers answers; one
+    broker down while others answer is an event of its own. Other code follows the watch through two public hooks:
+    `BrokerWatch.listeners`, callables taking (event, message) with event one of "lost", "back", "broker down",
+    "broker up", "query stopped", "notice"; and `BrokerWatch.lost`, a threading.Event set while no lab broker
+    answers. `BrokerWatch.stopped_by_watch(query)` is the line for a query the watch stopped, else None.
     """
 
     INTERVAL_S = 1.0
-    MISSES = 3
+    MISSES = 3  # consecutive seconds without an answer before a broker (or a query's servers) counts as lost
+    TOPIC_MISSES = 4  # consecutive looks with a subscribed topic missing before its query is stopped
+    listeners: list = []
+    lost = threading.Event()
     _current: "BrokerWatch | None" = None
+    _stopped: dict = {}  # query id -> the line that says why the watch stopped it
 
     def __init__(self, session, bootstrap: str):
         super().__init__(name="streamlab-broker-watch", daemon=True)
         self.session, self.bootstrap = session, bootstrap
-        self.lost: str | None = None
-        self._reported = False
+        self.message: str | None = None  # the last line about the lab's brokers
+        self.down: set[str] = set()
+        self._lab_misses = 0
+        self._misses: dict = {}  # (query id, what) -> consecutive misses
+        self._sources: dict = {}  # query id -> its Kafka sources' options
+        self._seen: dict = {}  # query id -> the query, while active
+        self._said: set = set()
+        self._queue: list[str] = []
+        self._in_cell = False
         self._done = threading.Event()
+
+    # -- the public side ---------------------------------------------------------------------------------------
+
+    @classmethod
+    def current(cls) -> "BrokerWatch | None":
+        """The watch setup() started, if any."""
+        return cls._current
 
     @classmethod
     def start_for(cls, session, bootstrap: str) -> "BrokerWatch":
@@ -66,56 +100,331 @@ class BrokerWatch(threading.Thread):
         if cls._current is not None:
             cls._current.stop()
         cls._current = watch = cls(session, bootstrap)
-        watch.start()
+        cls.lost.clear()
         shell = _ipython()
         if shell is not None:
-            shell.events.register("post_run_cell", watch._report)
+            shell.events.register("pre_run_cell", watch._cell_starts)
+            shell.events.register("post_run_cell", watch._cell_ends)
+            watch._in_cell = True  # setup() itself runs in a cell
+        _guard_queries()
+        watch.start()
         return watch
+
+    @classmethod
+    def stopped_by_watch(cls, query) -> str | None:
+        """The line saying why the watch stopped `query`, or None when it did not."""
+        if not cls._stopped:
+            return None
+        try:
+            return cls._stopped.get(str(query.id))
+        except Exception:
+            return None
 
     def stop(self) -> None:
         """Stop watching."""
         self._done.set()
         shell = _ipython()
         if shell is not None:
+            for event, handler in (("pre_run_cell", self._cell_starts), ("post_run_cell", self._cell_ends)):
+                try:
+                    shell.events.unregister(event, handler)
+                except ValueError:
+                    pass
+
+    # -- saying it where the learner looks ---------------------------------------------------------------------
+
+    def _say(self, event: str, message: str) -> None:
+        for listener in list(self.listeners):
             try:
-                shell.events.unregister("post_run_cell", self._report)
-            except ValueError:
+                listener(event, message)
+            except Exception:
                 pass
+        if event in ("broker up",):
+            return
+        if _ipython() is None:
+            print(f"⚠️  {message}", file=sys.stderr, flush=True)
+        elif self._in_cell:
+            print(f"⚠️  {message}", flush=True)  # a thread's output goes to the cell that is running
+        else:
+            self._queue.append(message)  # said when the next cell starts
+
+    def _cell_starts(self, *_args) -> None:
+        self._in_cell = True
+        queued, self._queue = self._queue, []
+        for message in queued:
+            print(f"⚠️  {message}")
+
+    def _cell_ends(self, *_args) -> None:
+        self._in_cell = False
+
+    # -- the loop ----------------------------------------------------------------------------------------------
 
     def run(self) -> None:
-        misses = 0
         while not self._done.wait(self.INTERVAL_S):
             try:
                 active = list(self.session.streams.active)
             except Exception:
                 return  # the session was stopped
-            if not active or probe(self.bootstrap, timeout=1.0) == "kafka":
-                misses = 0
-                continue
-            misses += 1
-            if misses < self.MISSES:
-                continue
-            self.lost = (f"The Kafka broker at {self.bootstrap} stopped answering, so streamlab stopped "
-                         f"{len(active)} running quer{'y' if len(active) == 1 else 'ies'}. Start it again "
-                         "(`python -m streamlab broker start` in a terminal, or re-run the setup cell), "
-                         "then re-run the cell.")
-            self._reported = False
-            if _ipython() is None:
-                print(f"⚠️  {self.lost}", file=sys.stderr, flush=True)
-                self._reported = True
-            for query in active:
-                try:
-                    # Returns once the query is marked stopped; its thread may still sit in a Kafka call that
-                    # Spark runs uninterruptibly (up to the client's 60 s API timeout), bounded by stopTimeout.
-                    query.stop()
-                except Exception:
-                    pass
-            misses = 0
+            try:
+                self._look(active)
+            except Exception:  # never let the watch die on a surprise: it is the only one watching
+                pass
 
-    def _report(self, *_args) -> None:
-        if self.lost and not self._reported:
-            self._reported = True
-            print(f"⚠️  {self.lost}")
+    def _look(self, active: list) -> None:
+        if active or self.listeners:
+            self._look_at_lab()
+        ids = {}
+        for query in active:
+            try:
+                ids[str(query.id)] = query
+            except Exception:
+                continue
+        for qid, query in list(self._seen.items()):
+            if qid not in ids:
+                self._ended(qid, query)
+        self._seen = ids
+        for qid, query in ids.items():
+            if qid not in self._stopped:
+                self._look_at_query(qid, query)
+
+    def _look_at_lab(self) -> None:
+        states = probe_all(self.bootstrap, timeout=1.0)
+        if not states:
+            return
+        up = {a for a, s in states.items() if s == "kafka"}
+        if up:
+            if self.lost.is_set():
+                self.lost.clear()
+                self.message = None
+                self._say("back", f"The Kafka broker at {', '.join(sorted(up))} answers again: re-run the cell "
+                                  "that starts your query.")
+            self._lab_misses = 0
+            for address in set(states) - up - self.down:
+                self.down.add(address)
+                self._say("broker down", f"Kafka broker {address} stopped answering; {len(up)} of {len(states)} "
+                                         "still answer, so queries go on (start it again to restore the cluster).")
+            for address in self.down & up:
+                self.down.discard(address)
+                self._say("broker up", f"Kafka broker {address} answers again.")
+            return
+        self._lab_misses += 1
+        if self._lab_misses == self.MISSES:
+            self.down = set(states)
+            self.lost.set()
+            self.message = (f"The Kafka broker at {self.bootstrap} stopped answering. Start it again "
+                            "(`python -m streamlab broker start` in a terminal, or re-run the setup cell), then "
+                            "re-run the cell.")
+            self._say("lost", self.message)
+
+    def _look_at_query(self, qid: str, query) -> None:
+        if qid not in self._sources:
+            self._sources[qid] = kafka_sources(query)
+            for source in self._sources[qid]:
+                problem = bad_option(source)
+                if problem:
+                    self._say("notice", problem)
+        for source in self._sources[qid]:
+            servers = source.get("kafka.bootstrap.servers", "")
+            ours = _same_servers(servers, self.bootstrap)
+            if ours:
+                if self.lost.is_set():
+                    self._stop_query(qid, query, f"The Kafka broker at {self.bootstrap} stopped answering, so "
+                                     f"streamlab stopped {_label(query)}. Start it again (`python -m streamlab "
+                                     "broker start` in a terminal, or re-run the setup cell), then re-run the cell.")
+                    return
+                answering = not self._lab_misses
+            else:
+                states = probe_all(servers, timeout=1.0)
+                answering = "kafka" in states.values()
+            if not self._count(qid, "servers", not answering):
+                if not ours:
+                    self._stop_query(qid, query, unreachable(servers, states, self.bootstrap, _label(query)))
+                    return
+                continue
+            missing = self._missing_topics(source, servers) if answering else []
+            if not self._count(qid, "topics", bool(missing), self.TOPIC_MISSES):
+                self._stop_query(qid, query, missing_topic(missing, servers, _label(query)))
+                return
+
+    def _count(self, qid: str, what: str, miss: bool, limit: int | None = None) -> bool:
+        """False once `what` has missed `limit` looks in a row."""
+        key = (qid, what)
+        self._misses[key] = self._misses.get(key, 0) + 1 if miss else 0
+        return self._misses[key] < (limit or self.MISSES)
+
+    @staticmethod
+    def _missing_topics(source: dict, servers: str) -> list[str]:
+        wanted = [t.strip() for t in source.get("subscribe", "").split(",") if t.strip()]
+        if "assign" in source:
+            try:
+                import json
+
+                wanted += list(json.loads(source["assign"]))
+            except (ValueError, TypeError):
+                pass
+        if not wanted:
+            return []
+        states = topic_states(servers, wanted, timeout=1.0)
+        return [t for t in wanted if states is not None and not states.get(t, True)]
+
+    def _stop_query(self, qid: str, query, message: str) -> None:
+        type(self)._stopped[qid] = message
+        threading.Thread(target=_stop_quietly, args=(query,), daemon=True, name="streamlab-watch-stop").start()
+        self._say("query stopped", message)
+
+    def _ended(self, qid: str, query) -> None:
+        """A query that ended by itself: if it failed on a topic that is gone or a bad option, say so in a line."""
+        if qid in self._stopped or qid in self._said:
+            return
+        self._said.add(qid)
+        try:
+            exc = query.exception()
+        except Exception:
+            return
+        if exc is None:
+            return
+        for source in self._sources.get(qid, []):
+            problem = bad_option(source, str(exc))
+            if problem:
+                self._say("notice", problem)
+                return
+            servers = source.get("kafka.bootstrap.servers", "")
+            missing = self._missing_topics(source, servers) if probe(servers, timeout=1.0) == "kafka" else []
+            if missing:
+                self._say("notice", missing_topic(missing, servers, _label(query), stopped=False))
+                return
+
+
+def _label(query) -> str:
+    try:
+        name = query.name
+    except Exception:
+        name = None
+    return f"query {name!r}" if name else "a query"
+
+
+def _same_servers(a: str, b: str) -> bool:
+    norm = lambda s: {e.strip().replace("localhost:", "127.0.0.1:") for e in str(s).split(",") if e.strip()}
+    return bool(norm(a) & norm(b))
+
+
+def kafka_sources(query) -> list[dict]:
+    """The options of each Kafka source of a running query ({} keys lower-case), read from its analyzed plan."""
+    out = []
+    try:
+        plan = query._jsq.streamingQuery().analyzedPlan()
+        leaves = plan.collectLeaves()
+        for i in range(leaves.size()):
+            leaf = leaves.apply(i)
+            if leaf.getClass().getSimpleName() not in ("StreamingRelationV2", "StreamingRelation"):
+                continue
+            if leaf.getClass().getSimpleName() == "StreamingRelationV2":
+                name, options = leaf.sourceName(), leaf.extraOptions().asCaseSensitiveMap()
+            else:
+                name, options = leaf.sourceName(), leaf.dataSource().options()
+            if str(name).lower() not in ("kafka", "streamlab_kafka"):
+                continue
+            out.append({str(k).lower(): str(v) for k, v in dict(options).items()})
+    except Exception:
+        pass
+    return out
+
+
+def bad_option(source: dict, error: str = "") -> str | None:
+    """One line naming a learner's bad Kafka source option (a cap Spark reads as 'nothing'), else None."""
+    for knob in ("maxoffsetspertrigger", "minoffsetspertrigger"):
+        raw = source.get(knob)
+        if raw is None:
+            continue
+        pretty = "maxOffsetsPerTrigger" if knob.startswith("max") else "minOffsetsPerTrigger"
+        try:
+            value = int(raw.strip())
+        except ValueError:
+            return (f"option {pretty}={raw!r} is not a whole number of records, so Spark cannot start the query: "
+                    f'give a positive count, e.g. .option("{pretty}", 1000), then re-run the cell.')
+        if knob.startswith("max") and value <= 0:
+            return (f"option maxOffsetsPerTrigger={value}: Spark reads NO records per batch with a cap of 0 or "
+                    "less (each partition's share is rounded to 0 or below, so every batch is empty): give a "
+                    'positive cap, e.g. .option("maxOffsetsPerTrigger", 1000), or drop the option to read all.')
+    if "NumberFormatException" in error or "For input string" in error:
+        for key, raw in source.items():
+            if key.endswith(("pertrigger", "partitions", "timeoutms", "ms")) and f'"{raw}"' in error:
+                return f"option {key}={raw!r} is not a number, so Spark could not run the query: fix it and re-run."
+    return None
+
+
+def unreachable(servers: str, states: dict, lab: str, label: str) -> str:
+    """The line for a query whose own kafka.bootstrap.servers do not answer."""
+    if not states:
+        why = f"kafka.bootstrap.servers={servers!r} is not a host:port list"
+    else:
+        parts = []
+        for address, state in states.items():
+            parts.append({"closed": f"nothing answers at {address}",
+                          "unknown host": f"the host {address.rpartition(':')[0]!r} is not known",
+                          "other": f"what answers at {address} is not Kafka"}.get(state, f"{address}: {state}"))
+        why = f"it reads kafka.bootstrap.servers={servers!r}, but {'; '.join(parts)}"
+    return (f"streamlab stopped {label}: {why}. The lab's broker is {lab}: write "
+            f'.option("kafka.bootstrap.servers", bootstrap), then re-run the cell.')
+
+
+def missing_topic(missing: list[str], servers: str, label: str, stopped: bool = True) -> str:
+    """The line for a query whose subscribed topic does not exist (deleted, or a typo)."""
+    names = ", ".join(repr(t) for t in missing)
+    head = f"streamlab stopped {label}" if stopped else f"{label[0].upper()}{label[1:]} failed"
+    return (f"{head}: topic {names} does not exist on {servers} (deleted, or a typo?). Create it "
+            "(lab.new_topic(...)) or fix the subscribe option, then re-run the cell.")
+
+
+_guarded: list = []
+
+
+def _guard_queries() -> None:
+    """awaitTermination / processAllAvailable return at once, with the watch's line, for a query the watch stopped;
+    stop() on it returns at once (its thread may still sit in a Kafka call for a minute)."""
+    if _guarded:
+        return
+    from pyspark.sql.streaming.query import StreamingQuery
+
+    await_original = StreamingQuery.awaitTermination
+    process_original = StreamingQuery.processAllAvailable
+    stop_original = StreamingQuery.stop
+
+    def awaitTermination(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + float(timeout)
+        while True:
+            step = 1.0 if deadline is None else max(0.001, min(1.0, deadline - time.monotonic()))
+            ended = await_original(self, step)
+            why = BrokerWatch.stopped_by_watch(self)
+            if why:
+                raise LabError(why)
+            if ended:
+                return None if timeout is None else True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+
+    def processAllAvailable(self):
+        why = BrokerWatch.stopped_by_watch(self)
+        if why:
+            raise LabError(why)
+        result = process_original(self)
+        why = BrokerWatch.stopped_by_watch(self)
+        if why:
+            raise LabError(why)
+        return result
+
+    def stop(self):
+        if BrokerWatch.stopped_by_watch(self) and not self.isActive:
+            return None  # the watch stopped it already; a second stop would wait on the same stuck thread
+        return stop_original(self)
+
+    for fn, original in ((awaitTermination, await_original), (processAllAvailable, process_original),
+                         (stop, stop_original)):
+        fn.__doc__, fn.__wrapped__ = original.__doc__, original
+    StreamingQuery.awaitTermination = awaitTermination
+    StreamingQuery.processAllAvailable = processAllAvailable
+    StreamingQuery.stop = stop
+    _guarded.append(True)
 
 
 def _ipython():
@@ -133,11 +442,14 @@ def check_broker() -> None:
                        "(`python -m streamlab broker start`, or re-run the setup cell).")
 
 
-def new_topic(prefix: str = "lab", partitions: int = 1) -> str:
-    """A fresh topic for this notebook, deleted by cleanup()."""
+def new_topic(prefix: str = "lab", partitions: int = 1, configs: dict | None = None) -> str:
+    """A fresh topic for this notebook (with topic `configs`, if any), deleted by cleanup()."""
     if not _bootstrap:
         _bootstrap.append(ensure_broker())
-    name = _topics.create_topic(_topics.unique_name(prefix), partitions, _bootstrap[0])
+    from streamlab.lab.owners import topic_name
+
+    # The name carries this kernel's owner token, so the next setup() deletes it if this kernel dies uncleanly.
+    name = _topics.create_topic(topic_name(prefix), partitions, _bootstrap[0], configs=configs)
     _made_topics.append(name)
     return name
 
@@ -194,33 +506,91 @@ def _remove_folders() -> int:
     return gone
 
 
-def cleanup(session=None) -> str:
-    """Stop every streaming query and background producer, delete this notebook's topics; say what was done."""
-    from pyspark.sql import SparkSession
+def sweep_orphans(bootstrap: str | None = None, timeout: float = 5.0) -> str:
+    """Delete the topics and checkpoint folders of kernels that are gone (killed, out of memory, a check that
+    timed out: no exit handler ran); say what was deleted ('' when nothing)."""
+    from streamlab.lab.owners import orphaned
 
+    folders = remove_orphaned_folders()
+    topics: list[str] = []
+    bootstrap = bootstrap or (_bootstrap[0] if _bootstrap else None)
+    if bootstrap and probe(bootstrap, timeout=1.0) == "kafka":
+        try:
+            topics = orphaned(_topics.list_topics(bootstrap))
+            if topics:
+                _topics.delete_within(topics, bootstrap, timeout)
+        except Exception:
+            topics = []  # a broker that went away meanwhile: the next setup() tries again
+    parts = [f"{len(topics)} topics" if topics else "", f"{folders} checkpoint folders" if folders else ""]
+    parts = [p for p in parts if p]
+    return f"{' and '.join(parts)} left by kernels that are gone" if parts else ""
+
+
+def _use_broker() -> None:
+    """Count this kernel as a user of the lab's broker, so a lab's Ctrl-C does not stop it under us."""
+    from streamlab.lab.broker import add_user, external_bootstrap
+
+    if not external_bootstrap():
+        try:
+            add_user()
+        except Exception:
+            pass
+
+
+CLEANUP_S = 8.0  # cleanup() and the exit handler finish within this, whatever the broker does
+
+
+def cleanup(session=None) -> str:
+    """Stop every streaming query and background producer, delete this notebook's topics; say what was done and
+    what was left (within seconds, whatever the broker's state)."""
+    return _finish(session, CLEANUP_S)
+
+
+def _finish(session, budget: float) -> str:
     from streamlab.lab.producer import stop_all
 
-    session = session or SparkSession.getActiveSession()
-    queries = list(session.streams.active) if session is not None else []
+    deadline = time.monotonic() + budget
+    if session is None:
+        try:
+            from pyspark.sql import SparkSession
+
+            session = SparkSession.getActiveSession()
+        except Exception:
+            session = None
+    try:
+        queries = list(session.streams.active) if session is not None else []
+    except Exception:
+        queries = []
     broker_lost = bool(_bootstrap) and probe(_bootstrap[0], timeout=1.0) != "kafka"
     stoppers = [threading.Thread(target=_stop_quietly, args=(q,), daemon=True) for q in queries]
     for stopper in stoppers:
         stopper.start()
     for stopper in stoppers:
         # With the broker gone, a query's thread may sit in a Kafka call for up to a minute: do not wait for it.
-        stopper.join(timeout=3.0 if broker_lost else None)
-    stop_all()
+        stopper.join(timeout=max(0.0, min(deadline - time.monotonic() - 4, 1.5 if broker_lost else 5)))
+    stuck = sum(s.is_alive() for s in stoppers)
+    losses = stop_all(timeout=max(0.5, min(2.0 if broker_lost else 3.0, deadline - time.monotonic() - 2)))
     folders = _remove_folders()
-    gone = list(_made_topics)
+    made = list(_made_topics)
     _made_topics.clear()
-    if gone and broker_lost:
-        # Never start a broker the learner stopped, nor wait on one that is gone: the topics have unique names.
-        return (f"stopped {len(queries)} queries and every background producer, deleted {folders} checkpoint "
-                f"folders; the broker is not answering, so {len(gone)} topics were left on it")
-    if gone:
-        _topics.delete_topic(*gone, bootstrap=_bootstrap[0] if _bootstrap else None)
-    return (f"stopped {len(queries)} queries and every background producer, deleted {len(gone)} topics and "
+    left: list[str] = []
+    deleted = 0
+    if made and broker_lost:
+        # Never start a broker the learner stopped, nor wait on one that is gone: the topics have unique names
+        # carrying this kernel's token, so a later setup() deletes them.
+        left.append(f"{len(made)} topics on the broker, which is not answering (the next setup() deletes them)")
+    elif made:
+        failed = _topics.delete_within(made, _bootstrap[0], max(1.0, deadline - time.monotonic()))
+        deleted = len(made) - len(failed)
+        if failed:
+            left.append(f"{len(failed)} topics the broker did not delete in time (the next setup() deletes them)")
+    if stuck:
+        left.append(f"{stuck} quer{'y' if stuck == 1 else 'ies'} still stopping (marked stopped; the thread ends "
+                    "by itself once its Kafka call returns)")
+    left += losses
+    said = (f"stopped {len(queries)} queries and every background producer, deleted {deleted} topics and "
             f"{folders} checkpoint folders")
+    return said + (f"; left: {'; '.join(left)}" if left else "; nothing left")
 
 
 def _stop_quietly(query) -> None:
@@ -232,12 +602,14 @@ def _stop_quietly(query) -> None:
 
 @atexit.register
 def _at_exit() -> None:
-    # Only on a broker that still answers: an exit handler must never start a broker the learner stopped.
-    from streamlab.lab.broker import probe
+    """At the kernel's exit: what cleanup() does, within seconds; never starts a broker the learner stopped."""
+    from streamlab.lab.broker import external_bootstrap, remove_user
 
-    _remove_folders()
     try:
-        if _made_topics and _bootstrap and probe(_bootstrap[0], timeout=1.0) == "kafka":
-            _topics.delete_topic(*_made_topics, bootstrap=_bootstrap[0])
-    except Exception:
-        pass  # the broker may go away while the kernel shuts down
+        said = _finish(None, CLEANUP_S) if (_made_topics or _made_folders or _bootstrap) else ""
+    except Exception as exc:  # the interpreter is shutting down: say it, never hang
+        said = f"cleanup at exit failed: {exc}"
+    if _bootstrap and not external_bootstrap():
+        remove_user()
+    if "left:" in said and "nothing left" not in said:
+        print(f"streamlab at exit: {said}", file=sys.stderr)

@@ -56,8 +56,9 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     log_conf = Path(__file__).with_name("log4j2.properties")
+    master = spark_master()
     conf = {
-        "spark.master": "local[2]",
+        "spark.master": master,
         "spark.app.name": "streamlab",
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
@@ -82,6 +83,19 @@ def spark():
 
         # On the driver's class path (local mode: the executors share its JVM), straight from the set-up cache.
         conf["spark.driver.extraClassPath"] = os.pathsep.join(str(p) for p in connector_jars())
+        if not master.startswith("local"):
+            # A cluster's executors are other JVMs: the driver serves them the same jars (spark.jars).
+            conf["spark.jars"] = ",".join(str(p) for p in connector_jars())
+    if master.startswith("spark://"):
+        from streamlab.lab.cluster import EXECUTOR_MEMORY
+
+        conf.update({
+            "spark.executor.memory": EXECUTOR_MEMORY,
+            "spark.executor.cores": "1",
+            "spark.cores.max": "2",
+            "spark.executor.extraJavaOptions": "-Xss16m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+        })
+    _cap_for_workshop(conf)
     _launch_quiet_jvm(conf)
     builder = SparkSession.builder
     for key, value in conf.items():
@@ -90,6 +104,33 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     _enable_kafka(session)
     return session
+
+
+def _cap_for_workshop(conf: dict) -> None:
+    """A workshop's spawner caps each learner's Spark: $STREAMLAB_SPARK_CORES cores, $STREAMLAB_SPARK_MEMORY heap."""
+    raw = os.environ.get("STREAMLAB_SPARK_CORES", "").strip()
+    if raw:
+        if not raw.isdigit() or int(raw) < 1:
+            raise LabError(f"STREAMLAB_SPARK_CORES={raw!r} is not a whole number of cores above 0: set it to e.g. 1")
+        if conf["spark.master"].startswith("local"):
+            conf["spark.master"] = f"local[{raw}]"
+        conf["spark.cores.max"] = raw  # what a standalone master (the cluster lab's) honours
+        conf["spark.default.parallelism"] = raw
+    if os.environ.get("STREAMLAB_SPARK_MEMORY"):
+        conf["spark.driver.memory"] = os.environ["STREAMLAB_SPARK_MEMORY"]
+
+
+def spark_master() -> str:
+    """Where a new session runs: $SPARK_MASTER (a team's cluster), the lab's cluster ($STREAMLAB_CLUSTER=1), or
+    local[2]."""
+    if os.environ.get("SPARK_MASTER"):
+        return os.environ["SPARK_MASTER"]
+    from streamlab.lab import cluster
+
+    if cluster.wanted():
+        cluster.ensure()
+        return cluster.master_url()
+    return "local[2]"
 
 
 def _launch_quiet_jvm(conf: dict) -> None:
@@ -159,6 +200,9 @@ def engine(session=None) -> str:
 
 
 def _enable_kafka(session) -> None:
+    from streamlab.lab import access
+
+    access.install_spark()  # a workshop's credentials and name prefix (nothing outside a workshop)
     if engine(session) == "offline":
         from streamlab.offline import install
 

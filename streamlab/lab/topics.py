@@ -5,7 +5,10 @@ import time
 import uuid
 from contextlib import contextmanager
 
+from streamlab.lab import access
 from streamlab.lab.broker import ensure_broker
+
+access.install_clients()  # a workshop's SCRAM credentials on every kafka-python client (nothing outside one)
 
 
 def admin(bootstrap: str | None = None):
@@ -17,12 +20,13 @@ def admin(bootstrap: str | None = None):
 
 
 def unique_name(prefix: str = "lab") -> str:
-    """A topic name no other run uses, so notebooks and tests never collide."""
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+    """A topic name no other run uses, so notebooks and tests never collide (in a workshop, the learner's)."""
+    return f"{access.topic_prefix()}{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def create_topic(name: str, partitions: int = 1, bootstrap: str | None = None, replace: bool = False) -> str:
-    """Create `name` with `partitions` partitions (optionally deleting it first) and wait until it is listed."""
+def create_topic(name: str, partitions: int = 1, bootstrap: str | None = None, replace: bool = False,
+                 configs: dict | None = None) -> str:
+    """Create `name` with `partitions` partitions and topic `configs` (optionally deleting it first); wait until listed."""
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
@@ -32,7 +36,8 @@ def create_topic(name: str, partitions: int = 1, bootstrap: str | None = None, r
             client.delete_topics([name])
             _wait(lambda: name not in client.list_topics())
         try:
-            client.create_topics([NewTopic(name, partitions, 1)])
+            # -1: the broker's default replication factor (1 on the single broker, 3 on the cluster)
+            client.create_topics([NewTopic(name, partitions, -1, topic_configs=configs or {})])
         except TopicAlreadyExistsError:
             pass
         _wait(lambda: len(_partitions(client, name)) >= partitions)
@@ -73,6 +78,38 @@ def delete_topic(*names: str, bootstrap: str | None = None) -> None:
                 continue
     finally:
         client.close()
+
+
+def delete_within(names, bootstrap: str, timeout: float = 5.0) -> list[str]:
+    """Delete topics, giving up after `timeout` s whatever the broker does; return the names not confirmed gone."""
+    import threading
+
+    names = list(names)
+    gone: list[str] = []
+
+    def work():
+        client = admin(bootstrap)
+        try:
+            existing = [n for n in names if n in client.list_topics()]
+            if existing:
+                try:
+                    client.delete_topics(existing)
+                except Exception:
+                    pass  # some were deleted meanwhile: looked at again below
+            end, listed = time.monotonic() + timeout, set(names)
+            while time.monotonic() < end:
+                listed = set(client.list_topics())
+                if not listed & set(names):
+                    break
+                time.sleep(0.1)
+            gone.extend(n for n in names if n not in listed)
+        finally:
+            client.close()
+
+    thread = threading.Thread(target=work, daemon=True, name="streamlab-delete-topics")
+    thread.start()
+    thread.join(timeout)
+    return [n for n in names if n not in gone]
 
 
 def list_topics(bootstrap: str | None = None) -> list[str]:
