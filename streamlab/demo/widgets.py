@@ -19,5 +19,5 @@ def slider(description: str, value: int, lo: int, hi: int, step: int = 1):
     import ipywidgets as W
 
     return W.IntSlider(value=value, min=lo, max=hi, step=step, description=description,
-                       continuous_update=False, style={"description_width": "210px"},
+                       continuous_update=False, style={"description_width": "initial"},
                        layout=W.Layout(width="470px"))

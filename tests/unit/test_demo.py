@@ -212,3 +212,98 @@ def test_a_panel_of_its_own_is_drawn_under_spark_uis_on_the_same_axis(extended):
     fig = d.figure()
     assert len(fig.axes) == len(d.charts) + 1 and d.drawn == [0.0]
     assert fig.axes[-1].get_title(loc="left") == "my panel"
+
+
+# -- issue 17.6 and 16.1: knobs refused by name, a script that yields, sliders that never show a value not used ----
+
+def test_a_bad_cap_rate_or_trigger_is_refused_at_once_naming_the_knob():
+    from streamlab.demo import KnobError
+
+    with pytest.raises(KnobError, match="maxOffsetsPerTrigger") as refused:
+        LiveDemo(None, "t", max_offsets=-5)
+    assert "\n" not in str(refused.value) and "-5" in str(refused.value)
+    for kwargs, knob in (({"rate": -1}, "producer rate"), ({"trigger_seconds": "soon"}, "trigger interval"),
+                         ({"min_partitions": 2.5}, "minPartitions"), ({"cost_ms": -1}, "cost per record"),
+                         ({"script": [(1, "cap", "lots")]}, "maxOffsetsPerTrigger"),
+                         ({"controls": ("speed",)}, "unknown control")):
+        with pytest.raises(KnobError, match=knob):
+            LiveDemo(None, "t", **kwargs)
+    assert LiveDemo(None, "t", max_offsets=0).settings["cap"] is None, "0 means no cap, as the slider says"
+
+
+def test_set_refuses_a_bad_value_in_one_line_and_the_demo_runs_on(demo):
+    from streamlab.demo import KnobError
+
+    with pytest.raises(KnobError, match="maxOffsetsPerTrigger") as refused:
+        demo.set("cap", "abc")
+    assert "\n" not in str(refused.value)
+    with pytest.raises(KnobError, match="producer rate"):
+        demo.set("rate", -3)
+    assert demo._pending_restart == [] and demo.settings["cap"] == 500 and not demo.ended
+    demo.set("cap", "800")  # a number written as text is a number
+    assert demo._wanted == {"cap": 800}
+
+
+def test_a_person_s_move_cancels_the_script_s_moves_of_that_knob_only(demo):
+    demo._pending_script = [(5, "rate", 50), (6, "cap", 100), (7, "rate", 900)]
+    demo._sliders["rate"].value = 1200  # a person
+    assert demo._pending_script == [(6, "cap", 100)], "the script yields the rate to the person"
+    demo.add_event(event(0, {0: 100}, {0: 100}), 1.0, latest={0: 100})
+    demo._apply_script(demo.live_from + 10)
+    assert demo.settings["rate"] == 1200 and demo._wanted == {"cap": 100}
+
+
+def test_after_the_end_every_slider_shows_the_value_in_force(demo):
+    demo._sliders["cap"].value = 3000  # moved, but the demo ends before the restart applies it
+    demo._finish()
+    assert demo._sliders["cap"].value == 500 and demo._sliders["cap"].disabled
+    demo._sliders["rate"].value = 4000  # a message that arrives after the end
+    assert demo._sliders["rate"].value == 300 and demo.settings["rate"] == 300
+
+
+def test_the_readout_names_every_knob_in_force(extended):
+    d = extended
+    d.charts = (*d.charts, "tasks")
+    line = d.readout(1.0)
+    assert "no cap" in line and "trigger 1 s" in line and "partitions 1" in line
+    assert "share 10" in line and "point x" in line
+    d._sliders["share"].value = 20
+    assert "share 20" in d.readout(1.0)
+
+
+def test_start_returns_nothing_to_print_under_the_chart():
+    assert LiveDemo.start.__annotations__.get("return") in (None, "None")
+
+
+def test_controls_act_while_another_cell_runs_in_a_real_kernel():
+    """The kernel runs a cell that blocks for 6 s (as wait() does); a slider move sent meanwhile, as JupyterLab
+    sends it, is applied during that cell (ipykernel's subshells, `controls.answer_while_busy`)."""
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", extra_arguments=["--IPKernelApp.log_level=ERROR"])
+    try:
+        def run(code):
+            reply = kc.execute_interactive(code, timeout=60, output_hook=lambda m: out.append(m))
+            assert reply["content"]["status"] == "ok", reply["content"]
+
+        out: list = []
+        run("from streamlab.demo import LiveDemo\nimport time\n"
+            "d = LiveDemo(None, 't', rate=300, controls=('rate',))\n"
+            "d._t0 = time.monotonic(); d._make_widgets()\nprint(d.live_controls, d._sliders['rate'].comm.comm_id)")
+        text = "".join(m["content"].get("text", "") for m in out if m["msg_type"] == "stream").split()
+        assert text[0] == "True", f"no subshell for the controls: {text}"
+        busy = kc.execute("t0 = time.monotonic()\nwhile time.monotonic() - t0 < 6: time.sleep(0.05)\n"
+                          "print('during', d.settings['rate'])")
+        time.sleep(1.5)
+        kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": text[1], "data": {
+            "method": "update", "state": {"value": 1750}, "buffer_paths": []}}))
+        seen = []
+        while not any(m["msg_type"] == "status" and m["content"]["execution_state"] == "idle" for m in seen
+                      if m["parent_header"].get("msg_id") == busy):
+            seen.append(kc.get_iopub_msg(timeout=30))
+        printed = "".join(m["content"].get("text", "") for m in seen if m["msg_type"] == "stream"
+                          and m["parent_header"].get("msg_id") == busy)
+        assert "during 1750" in printed, f"the move waited for the cell to end: {printed!r}"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -1,0 +1,153 @@
+"""Spark UI's Structured Streaming charts, drawn for one demo or several on one time axis.
+
+Engineers read a stream's health in Spark UI's charts: input rate against process rate, batch duration against the
+trigger interval, rows per batch against the cap, and lag. The demo draws the same panels from the progress events
+it collected (so what the course shows is what Spark UI would show), marks every restart of the query in red and
+every burst or scripted move dotted, and can put several demos on one time axis to compare them (`compare`).
+Drawing is kept apart from the live loop so a finished demo, or a test without Spark, can be drawn alike.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from streamlab.demo.settings import settings_text
+from streamlab.demo.widgets import png
+
+PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
+RESTART_COLOR = "#c44e52"
+_LABEL_BOX = {"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1.0}  # legible over bars
+CHARTS = ("rates", "duration", "rows", "lag")  # Spark UI's order: rates, then duration, then rows
+
+
+@dataclass
+class Panel:
+    """A chart panel of the configuration's own data on the demo's time axis: `draw(ax, demo, shift)` draws it,
+    `shift` added to every time in seconds since the demo started."""
+
+    title: str
+    ylabel: str
+    draw: Callable
+
+
+def _step(timeline: list, key: str, end: float, scale: float = 1.0):
+    """(xs, ys) of a setting held from each change to the next, up to `end` (None values as gaps)."""
+    xs, ys = [], []
+    for t, s in timeline:
+        xs.append(t)
+        ys.append(float("nan") if s.get(key) in (None, 0) and key == "cap" else (s.get(key) or 0) * scale)
+    if xs:
+        xs.append(max(end, xs[-1]))
+        ys.append(ys[-1])
+    return xs, ys
+
+
+def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total", width: float = 9.0,
+           font: float = 1.0):
+    """Demos {label: LiveDemo} on one shared time axis (the wall clock of the earliest): one panel per chart of
+    `charts` ("rates", "duration", "rows", "lag", "tasks", or the name of a demo's own `Panel`), restarts as red
+    dashed lines, bursts and script steps dotted; `font` scales every text (a wide comparison reads at 1.4)."""
+    from matplotlib.figure import Figure
+
+    own = {name: p for d in demos.values() for name, p in d.panels.items()}
+    charts = [c for c in charts if c in ("rates", "duration", "rows", "lag", "tasks") or c in own] or list(CHARTS)
+    fig = Figure(figsize=(width, 0.5 * font + 1.45 * font * len(charts)))
+    axes = fig.subplots(len(charts), 1, sharex=True, squeeze=False)[:, 0]
+    panel = dict(zip(charts, axes))
+    origin = min((d._wall0 for d in demos.values() if d._wall0), default=0.0)
+    n = max(len(demos), 1)
+    end = max([1.0, *((d._wall0 - origin if d._wall0 else 0.0) + max([d.now() if not d.ended else 0.0,
+                                                                     *(b["time"] for b in d.history),
+                                                                     *(s["t"] for s in d.samples)])
+                      for d in demos.values())])
+    for i, (label, demo) in enumerate(demos.items()):
+        shift = (demo._wall0 - origin) if demo._wall0 else 0.0
+        color = PALETTE[i % len(PALETTE)]
+        one = n == 1
+        name = "" if one else f"{label}: "
+        rows = demo.history
+        xs = [b["time"] + shift for b in rows]
+        width_bar = max(0.15, min(0.8 * (demo._settings["trigger_seconds"] or 0.5), 0.6) / n)
+        offset = (i - (n - 1) / 2) * width_bar
+        if "rates" in panel:
+            ax = panel["rates"]
+            ax.plot(xs, [b["input_rate"] for b in rows], color=color if not one else PALETTE[0], marker=".",
+                    linewidth=1.5, label=f"{name}input rate")
+            ax.plot(xs, [b["process_rate"] for b in rows], color=color if not one else PALETTE[1], marker=".",
+                    linewidth=1.5, linestyle="--" if not one else "-", label=f"{name}process rate")
+        if "duration" in panel:
+            ax = panel["duration"]
+            ax.bar([x + offset for x in xs], [b["duration_ms"] for b in rows], width=width_bar, color=color,
+                   alpha=0.8, label=f"{name}batch duration")
+            tx, ty = _step(demo.timeline, "trigger_seconds", end - shift, 1000)
+            ax.step([x + shift for x in tx], ty, where="post", color=RESTART_COLOR if one else color,
+                    linestyle="--", linewidth=1, label=f"{name}trigger interval")
+        if "rows" in panel:
+            ax = panel["rows"]
+            ax.bar([x + offset for x in xs], [b["rows"] for b in rows], width=width_bar, color=color, alpha=0.8,
+                   label=f"{name}rows per batch")
+            cx, cy = _step(demo.timeline, "cap", end - shift)
+            if any(y == y for y in cy):  # not all NaN: some cap was set
+                ax.step([x + shift for x in cx], cy, where="post", color=RESTART_COLOR if one else color,
+                        linestyle="--", linewidth=1, label=f"{name}maxOffsetsPerTrigger")
+        if "lag" in panel:
+            ax = panel["lag"]
+            ts = [s["t"] + shift for s in demo.samples]
+            if one and lag_lines == "partitions":
+                keys = sorted({k for s in demo.samples for k in s["partitions"]})
+                for j, k in enumerate(keys):
+                    ax.plot(ts, [s["partitions"].get(k, 0) for s in demo.samples], color=PALETTE[j % len(PALETTE)],
+                            linewidth=1.8, label=f"partition {k}")
+            else:
+                ax.plot(ts, [s["lag"] for s in demo.samples], color=color, linewidth=2, label=f"{name}total lag")
+        if "tasks" in panel:
+            ax = panel["tasks"]
+            ax.bar([x + offset for x in xs], [b["tasks"] or 0 for b in rows], width=width_bar, color=color,
+                   label=f"{name}tasks in the batch")
+            px, py = _step(demo.timeline, "partitions", end - shift)
+            ax.step([x + shift for x in px], py, where="post", color=PALETTE[1], linewidth=2,
+                    label=f"{name}topic partitions")
+            mx, my = _step(demo.timeline, "min_partitions", end - shift)
+            ax.step([x + shift for x in mx], my, where="post", color=RESTART_COLOR, linestyle="--", linewidth=1,
+                    label=f"{name}minPartitions (0 = unset)")
+        for name, p in demo.panels.items():
+            if name in panel:
+                p.draw(panel[name], demo, shift)
+        for t, text in demo.restarts:
+            for ax in axes:
+                ax.axvline(t + shift, color=RESTART_COLOR, linestyle="--", linewidth=1.2, alpha=0.9)
+            axes[0].annotate(text if one else f"{label} {text}", (t + shift, 1), xycoords=("data", "axes fraction"),
+                             fontsize=7 * font, rotation=90, va="top", ha="right", color=RESTART_COLOR, bbox=_LABEL_BOX)
+        for t, text in demo.marks:
+            for ax in axes:
+                ax.axvline(t + shift, color="#777777", linestyle=":", linewidth=1)
+            axes[-1].annotate(text, (t + shift, 1), xycoords=("data", "axes fraction"), fontsize=7 * font, rotation=90,
+                              va="top", ha="right", color="#555555", bbox=_LABEL_BOX)
+    labels = {"rates": "records/s", "duration": "batch ms", "rows": "rows per batch", "lag": "lag (offsets)",
+              "tasks": "tasks"}
+    heads = {"rates": "input rate vs process rate", "duration": "batch duration vs trigger interval",
+             "rows": "rows per batch vs the cap", "lag": "lag (broker's latest − query's position)",
+             "tasks": "tasks per batch vs topic partitions and minPartitions"}
+    for key, ax in panel.items():
+        ax.set_ylabel(labels[key] if key in labels else own[key].ylabel, fontsize=8 * font)
+        ax.set_ylim(bottom=0)
+        ax.tick_params(labelsize=7 * font)
+        ax.set_title(heads[key] if key in heads else own[key].title, fontsize=8 * font, loc="left", pad=3, color="#333333")
+        handles, names = ax.get_legend_handles_labels()
+        if handles and ax.get_legend() is None:  # a panel of its own may have made its legend already
+            ax.legend(handles, names, fontsize=6.5 * font, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
+    axes[0].set_xlim(0, end + 0.5)
+    axes[-1].set_xlabel("seconds since the demo started", fontsize=8 * font)
+    if title:
+        fig.suptitle(title, fontsize=9.5 * font)
+    fig.tight_layout()
+    return fig
+
+
+def compare(demos: dict, title: str = "", charts=("rows", "duration", "lag")):
+    """Finished demos {label: LiveDemo} on one time axis (rows vs each cap, batch duration, total lag): an Image,
+    drawn wide and with large type so that it reads at a laptop's width (1,280 px)."""
+    from IPython.display import Image
+
+    return Image(png(figure(demos, charts=charts, title=title, width=12.5, font=1.45), dpi=90))
+

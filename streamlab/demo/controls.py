@@ -1,0 +1,308 @@
+"""The demo's controls: sliders and buttons on real knobs, that act whenever they are shown.
+
+A slider moves a knob through `set()`, the same path as a script or a later cell, so every value is checked
+(`settings.py`) and every move is drawn on the chart. Two things make controls trustworthy in a notebook:
+
+- They act while a cell runs. A kernel handles a widget's messages only between cells, so under Run All the
+  demo's `wait()` cell would leave every control deaf while the chart looks alive. ipykernel 7 runs *subshells*
+  (threads with their own message loop, JEP 91) and routes a comm's messages to the subshell its kernel side
+  names; `answer_while_busy` starts one subshell per kernel and names it for the demo's widgets, so a move is
+  applied within a second whatever the main shell is doing (jupyter-ui-poll, the usual cure, calls a
+  `do_one_iteration` that ipykernel 7 no longer has). Without subshells, controls act between cells as before.
+- They never show a value the demo did not use: a person's move cancels the script's later moves of that knob
+  (a script yields at the first touch), and when the demo ends every slider is set back to the value in force
+  and disabled.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from streamlab.demo import settings as _settings
+from streamlab.demo.charts import RESTART_COLOR
+from streamlab.demo.widgets import slider
+
+KNOBS = ("rate", "cap", "trigger", "cost", "partitions", "min_partitions")
+RESTARTING = ("cap", "trigger", "cost", "min_partitions")  # read when a query starts
+_SUBSHELL: dict = {}
+
+
+@dataclass
+class Knob:
+    """A slider on a knob the configuration defines: `apply(value)` runs when it moves (or the script moves it);
+    with `restart=True` the query then restarts on the same checkpoint, like the cap. `options`: a slider over
+    these values instead of the integer range lo..hi."""
+
+    name: str
+    label: str
+    value: Any
+    lo: int = 0
+    hi: int = 100
+    step: int = 1
+    options: tuple = ()
+    apply: Callable | None = None
+    restart: bool = False
+
+
+
+class Controls:
+    """The controls of a `LiveDemo` (a mixin: the demo's state lives on the demo)."""
+
+    def set(self, knob: str, value) -> None:
+        """Turn a knob as its control would: the rate at once, partitions by a CreatePartitions request, the cap,
+        trigger, cost and minPartitions by restarting the query on the same checkpoint."""
+        if knob not in KNOBS and knob not in self.knobs and knob.removeprefix("rate:") not in self.sources:
+            raise _settings.KnobError(f"unknown knob {knob!r}; one of {', '.join((*KNOBS, *self.knobs, *self._rate_knobs()))}")
+        value = self.checked(knob, value)  # refused here, in the cell that gave it, not by the running query
+        if self.ended:
+            return  # nothing acts after the demo ended
+        if not self._auto:
+            self._touched = True
+            self._touched_knobs.add(knob)
+            # the script yields to a person: all of it (script_until_touched), or at least its moves of this knob
+            self._pending_script = [] if self.script_until_touched else [
+                step for step in self._pending_script if _step_knob(step) != knob]
+        with self._lock:
+            if knob == "rate":
+                self._settings["rate"] = value
+                if self._producer is not None:
+                    self._producer.set_rate(value)
+                self._note(f"{value}/s", restart=False)
+            elif knob == "partitions":
+                self._grow(value)
+            elif knob.startswith("rate:"):
+                source = self.sources[knob.removeprefix("rate:")]
+                source.rate = value
+                if knob[5:] in self._producers:
+                    self._producers[knob[5:]].set_rate(value)
+                self._note(f"{source.label or knob[5:]} {value}/s", restart=False)
+            elif knob in self.knobs:
+                self.knob_values[knob] = value
+                if self.knobs[knob].apply is not None:
+                    self.knobs[knob].apply(value)
+                if self.knobs[knob].restart:
+                    self._pending_restart.append(knob)
+                else:
+                    self._note(f"{knob.replace('_', ' ')} {value}", restart=False)
+            else:
+                key = {"cap": "cap", "trigger": "trigger_seconds", "cost": "cost_ms",
+                       "min_partitions": "min_partitions"}[knob]
+                self._wanted[key] = value
+                self._pending_restart.append(knob)
+        self._wake.set()
+
+    def checked(self, knob: str, value):
+        """The value `knob` would take, or a KnobError (one line, naming the knob) for one it cannot."""
+        if knob in self.knobs:
+            own = self.knobs[knob]
+            if own.options:
+                if value not in own.options:
+                    raise _settings.KnobError(f"{own.label} must be one of {', '.join(map(str, own.options))}, "
+                                              f"got {value!r}")
+                return value
+            return _settings._number(own.label, value, whole=True, lo=own.lo, hi=own.hi,
+                                     what=f"a whole number from {own.lo} to {own.hi}")
+        if knob.startswith("rate:"):
+            return _settings.check_rate(value, f"{self.sources[knob[5:]].label or knob[5:]} rate")
+        return _settings.check_knob(knob, value)
+
+    def _rate_knobs(self) -> list[str]:
+        return [f"rate:{t}" for t in self.sources]
+
+    def burst(self, n: int | None = None) -> None:
+        """Make the producer send `n` extra records at once (the burst button's size by default)."""
+        n = self.burst_size if n is None else _settings.check_positive("burst size", n, whole=True, hi=1_000_000)
+        if self.ended or self._producer is None or not self._producer.running:
+            return
+        self._producer.burst(n)
+        self.marks.append((self.now(), f"burst {n:,}"))
+        self._wake.set()
+
+    def extend(self, seconds: float = 30.0) -> None:
+        """Let a running demo run `seconds` longer."""
+        seconds = _settings.check_positive("extra seconds", seconds, hi=3_600)
+        if not self.ended:
+            self._extra_s += seconds
+
+    def warn(self, message: str) -> None:
+        """Show a warning line under the readout (e.g. a LagMonitor's on_warning); safe from any thread."""
+        self.alert_text = message
+        if self._widgets_made:
+            self._alert.value = f"<b style='color:{RESTART_COLOR}'>{message}</b>"
+
+    def _note(self, text: str, restart: bool) -> None:
+        if self._t0:
+            self.timeline.append((self.now(), self.settings))
+            if not restart and not self._auto:
+                self.marks.append((self.now(), text))
+
+    def _grow(self, wanted: int) -> None:
+        from streamlab.lab.topics import add_partitions
+
+        current = self._settings["partitions"] or 0
+        if wanted <= current:  # Kafka can add partitions, never remove them
+            if "partitions" in self._sliders:
+                self._sliders["partitions"].value = current
+            return
+        add_partitions(self.topic, wanted, self.bootstrap)
+        self._settings["partitions"] = wanted
+        self._note(f"{wanted} partitions", restart=False)
+        if self._producer is not None:  # round-robin over every partition, the new ones included
+            self._producer.stop()
+            self._producer = self._new_producer()
+
+
+    # -- the widget box -------------------------------------------------------------------------------------------
+    def _make_widgets(self) -> None:
+        import ipywidgets as W
+
+        s = self._settings
+        if "rate" in self.controls:
+            name = f"{self.label} (rec/s)" if self.sources else "producer rate (rec/s)"
+            self._sliders["rate"] = slider(name, s["rate"], 0, 5000, 50)
+            for topic, source in self.sources.items():
+                self._sliders[f"rate:{topic}"] = slider(f"{source.label or topic} (rec/s)", source.rate, 0, 5000, 50)
+        if "cap" in self.controls:
+            self._sliders["cap"] = slider("maxOffsetsPerTrigger (0=none)", s["cap"] or 0, 0, 10_000, 100)
+        if "trigger" in self.controls:
+            self._sliders["trigger"] = slider("trigger interval (ms)", int(s["trigger_seconds"] * 1000), 0, 5000, 250)
+        if "cost" in self.controls:
+            self._sliders["cost"] = slider("cost per record (µs)", int(s["cost_ms"] * 1000), 0, 5000, 100)
+        if "partitions" in self.controls:
+            self._sliders["partitions"] = slider("topic partitions", s["partitions"] or 1, 1, 12)
+        if "min_partitions" in self.controls:
+            self._sliders["min_partitions"] = slider("minPartitions (0 = unset)", s["min_partitions"], 0, 16)
+        for knob in self.knobs.values():
+            if knob.options:
+                self._sliders[knob.name] = W.SelectionSlider(
+                    options=list(knob.options), value=knob.value, description=knob.label, continuous_update=False,
+                    style={"description_width": "initial"}, layout=W.Layout(width="460px"))
+            else:
+                self._sliders[knob.name] = slider(knob.label, knob.value, knob.lo, knob.hi, knob.step)
+        convert = {"cap": lambda v: v or None, "trigger": lambda v: v / 1000, "cost": lambda v: v / 1000,
+                   **{name: (lambda v: v) for name in self.knobs}}
+        self._convert = convert
+        for knob, widget in self._sliders.items():
+            widget.observe(lambda change, k=knob: self._moved(k, change["new"]), names="value")
+        if "burst" in self.controls:
+            b = W.Button(description=f"burst {self.burst_size:,}", icon="bolt", layout=W.Layout(width="140px"))
+            b.on_click(lambda _: self.burst())
+            self._buttons.append(b)
+        more = W.Button(description="+30 s", icon="clock-o", layout=W.Layout(width="90px"))
+        more.on_click(lambda _: self.extend(30))
+        stop = W.Button(description="stop demo", icon="stop", layout=W.Layout(width="120px"))
+        stop.on_click(lambda _: self.stop_soon())
+        self._buttons += [more, stop]
+        self._readout = W.HTML(value="<code>not started</code>")
+        self._alert = W.HTML(value="")
+        self._image = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        sliders = list(self._sliders.values())
+        # sliders wrap onto as many rows as the page's width needs: the box never scrolls sideways
+        columns = W.Box(sliders, layout=W.Layout(display="flex", flex_flow="row wrap", width="100%"))
+        self.box = W.VBox([columns, W.HBox(self._buttons), self._readout, self._alert, self._image],
+                          layout=W.Layout(width="100%", overflow="hidden"))
+        self._widgets_made = True
+        self.live_controls = answer_while_busy([*self._sliders.values(), *self._buttons])
+
+    def _show(self) -> None:
+        from IPython.display import display
+
+        bundle = self.box._repr_mimebundle_()
+        bundle["text/plain"] = f"LiveDemo on {self.topic} (runs in the background; the next cell waits for it)"
+        self._handle = display(bundle, raw=True, display_id=True)
+
+
+    def _moved(self, knob: str, shown) -> None:
+        """A slider moved (by a person, or by the script through the slider): turn the knob; after the end, put
+        the slider back to the value in force."""
+        if self.ended:
+            self._sync_controls()
+            return
+        try:
+            self.set(knob, self._convert.get(knob, int)(shown))
+        except Exception as exc:  # noqa: BLE001 - a knob that cannot move must not kill the widget's message loop
+            from streamlab.errors import first_line
+
+            self.warn(f"{knob} was not changed: {first_line(exc)}")
+            self._sync_controls()
+
+    def _shown(self, knob: str):
+        """What the slider of `knob` shows for the value in force."""
+        if knob in self.knobs:
+            return self.knob_values[knob]
+        if knob.startswith("rate:"):
+            return self.sources[knob[5:]].rate
+        s = self._settings
+        return {"rate": s["rate"], "cap": s["cap"] or 0, "trigger": int(round(s["trigger_seconds"] * 1000)),
+                "cost": int(round(s["cost_ms"] * 1000)), "partitions": s["partitions"] or 1,
+                "min_partitions": s["min_partitions"]}[knob]
+
+    def _sync_controls(self, disable: bool = False) -> None:
+        """Every slider to the value in force (and disabled, once the demo ended): none shows a value not used."""
+        for knob, widget in self._sliders.items():
+            try:
+                shown = self._shown(knob)
+                if widget.value != shown:
+                    self._auto = True
+                    try:
+                        widget.value = shown
+                    finally:
+                        self._auto = False
+            except Exception:  # noqa: BLE001 - a value outside the slider's range: leave it, disabled
+                pass
+            if disable:
+                widget.disabled = True
+        if disable:
+            for button in self._buttons:
+                button.disabled = True
+
+
+def _step_knob(step) -> str:
+    """The knob a script step moves ("rate", "burst", a knob's name)."""
+    return "rate" if len(step) == 2 else step[1]
+
+
+def _subshell(kernel) -> str | None:
+    """The id of this kernel's subshell for demo controls, started on first use (None: no subshells here)."""
+    if "id" in _SUBSHELL or "error" in _SUBSHELL:
+        return _SUBSHELL.get("id")
+    thread = getattr(kernel, "shell_channel_thread", None)
+    manager = getattr(thread, "manager", None)
+    if not getattr(kernel, "_supports_kernel_subshells", False) or manager is None:
+        _SUBSHELL["error"] = "this kernel has no subshells"
+        return None
+    made = threading.Event()
+
+    def create():  # a subshell is created by the shell channel's own thread, as a create_subshell_request is
+        try:
+            _SUBSHELL["id"] = manager._create_subshell()
+        except Exception as exc:  # noqa: BLE001 - an ipykernel without this API: controls act between cells
+            _SUBSHELL["error"] = repr(exc)
+        finally:
+            made.set()
+
+    thread.io_loop.add_callback(create)
+    if not made.wait(5):
+        _SUBSHELL["error"] = "the shell channel did not answer"
+    return _SUBSHELL.get("id")
+
+
+def answer_while_busy(widgets) -> bool:
+    """Have the frontend's messages to `widgets` handled by a subshell of this kernel, so that they act while a
+    cell runs (True), or leave them to the main shell, between cells (False: not in a kernel, or no subshells)."""
+    try:
+        from ipykernel.kernelbase import Kernel
+    except ImportError:
+        return False
+    if not Kernel.initialized():
+        return False
+    subshell = _subshell(Kernel.instance())
+    if subshell is None:
+        return False
+    for widget in widgets:
+        comm = getattr(widget, "comm", None)
+        if comm is not None and hasattr(comm, "_reply_subshell_for"):
+            # ipykernel routes a comm's messages to the subshell this names (kernelbase.shell_channel_thread_main)
+            comm._reply_subshell_for = lambda data, default, subshell=subshell: subshell
+    return True

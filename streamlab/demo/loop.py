@@ -1,0 +1,385 @@
+"""The live loop: a demo's producers and query, and one background thread that follows them.
+
+A notebook cell must return for the learner to see anything, so the demo runs in a thread of its own: it polls the
+query's progress (every batch becomes a row of `batches`), the broker's latest offsets (the lag), plays the script,
+restarts the query on the same checkpoint when a knob Spark reads at start moved (or after a crash injected on
+purpose), redraws the chart once a second, and ends the demo when its time is up. It also watches what a learner
+cannot see from the chart: a broker that stopped answering ends the demo within seconds with one line in the
+demo's own alert naming the cause and the fix, so that `wait()` returns at once instead of sitting out its time.
+"""
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+from streamlab.demo.settings import knob_text as _knob_text
+from streamlab.observe import lag as _lag
+
+FIRST_BATCH_WAIT_S = 90  # how long a demo waits for its first batch before its own duration starts
+REDRAW_EVERY_S = 1.0  # a four-panel figure costs ~0.1 s to draw; the machine is shared
+BROKER_PROBE_S = 2.0  # how often the loop asks whether the broker still answers
+BROKER_MISSES = 2  # failed probes in a row that end the demo (the first batch of a loaded machine can be slow)
+
+
+class LiveLoop:
+    """The producers, the query and the polling thread of a `LiveDemo` (a mixin: the state lives on the demo)."""
+
+    def _new_producer(self):
+        from streamlab.lab.producer import BackgroundProducer
+
+        # With a partitions control, write round-robin to every partition so each has records in every batch.
+        parts = range(self._settings["partitions"]) if "partitions" in self.controls else None
+        return BackgroundProducer(self.topic, rate=self._settings["rate"], partitions=parts, key_fn=self.key_fn,
+                                  value_fn=self.value_fn, bootstrap=self.bootstrap).start()
+
+    def _source_producer(self, topic: str, source):
+        from streamlab.lab.producer import BackgroundProducer
+
+        return BackgroundProducer(topic, rate=source.rate, key_fn=source.key_fn, value_fn=source.value_fn,
+                                  bootstrap=self.bootstrap).start()
+
+    def _start_query(self):
+        s = self._settings
+        reader = (self.spark.readStream.format("kafka")
+                  .option("kafka.bootstrap.servers", self.bootstrap)
+                  .option("subscribe", ",".join(self.topics))
+                  .option("startingOffsets", self.starting_offsets))
+        if s["cap"]:
+            reader = reader.option("maxOffsetsPerTrigger", str(s["cap"]))
+        if s["min_partitions"]:
+            reader = reader.option("minPartitions", str(s["min_partitions"]))
+        cost_s, stop, run, tasks = s["cost_ms"] / 1000, self._run_stop, self._run, self._tasks
+        count_tasks, on_batch = "tasks" in self.charts, self.on_batch
+
+        def process(batch_df, batch_id):
+            if count_tasks:
+                tasks[(run, batch_id)] = batch_df.rdd.getNumPartitions()  # the read tasks of this batch
+            if on_batch is not None:
+                on_batch(batch_df, batch_id)
+            rows = batch_df.count() if on_batch is None or cost_s else 0
+            if cost_s and rows:
+                stop.wait(rows * cost_s)  # the simulated work ends early when the query is stopped
+
+        writer = reader.load().writeStream.foreachBatch(process).option("checkpointLocation", self.checkpoint)
+        if s["trigger_seconds"]:
+            writer = writer.trigger(processingTime=f"{s['trigger_seconds']} seconds")
+        return writer.start()
+
+    def _stop_query(self) -> None:
+        query = self._query
+        if query is None:
+            return
+        self._run_stop.set()
+        deadline = time.monotonic() + 10  # stop between batches: a batch cut mid-write logs alarming traces
+        try:
+            while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+                time.sleep(0.02)
+            self._collect(query)  # the last batches of this run
+        finally:
+            query.stop()
+
+    def _restart(self) -> None:
+        with self._lock:
+            knobs, self._pending_restart = self._pending_restart, []
+            wanted, self._wanted = self._wanted, {}
+        if not knobs:
+            return
+        self._stop_query()
+        before = self.settings
+        for key, value in wanted.items():
+            self._settings[key] = value  # checked by set()
+        changed = [_knob_text(k, self._settings[k]) for k in wanted if self._settings[k] != before[k]]
+        changed += [f"{self.knobs[k].label} {self.knob_values[k]}" for k in dict.fromkeys(knobs) if k in self.knobs]
+        self._relaunch("restart: " + (", ".join(changed) or "same settings"))
+
+    def _relaunch(self, label: str) -> None:
+        """Start the query again on the same checkpoint, as a new run, marked `label` on the chart."""
+        self._run += 1
+        self._run_stop = threading.Event()
+        self._seen = -1
+        at = self.now()  # before start(): the new query may plan its first batch before start() returns
+        self._query = self._start_query()
+        self.restarts.append((at, label))
+        self.timeline.append((at, self.settings))
+
+    def _restart_after(self, query, exc) -> bool:
+        """Restart a query that failed with one of `restart_on` in its error on the same checkpoint (True), else
+        leave it failed (False)."""
+        text = str(exc)
+        marker = next((m for m in self.restart_on if m in text), None)
+        if marker is None:
+            return False
+        self._collect(query)  # the batches it finished before the failure
+        line = next(line for line in text.splitlines() if marker in line)
+        # its first clause: a marker's label stands on the chart, vertically, and must fit a panel's height
+        reason = re.split(r"\s*SQLSTATE|[,;)'\"\\]", line[line.index(marker) + len(marker):])[0].strip(" :")[:30]
+        self._relaunch(f"crash: {reason or marker}")
+        return True
+
+    def _drain(self, timeout: float = 60.0) -> None:
+        """Stop the producers and let the query read what they sent (it stops between batches afterwards)."""
+        for producer in [self._producer, *self._producers.values()]:
+            if producer is not None:
+                producer.stop()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            query = self._query
+            if query is None or not query.isActive:
+                if query is not None and query.exception() is not None and self._restart_after(
+                        query, query.exception()):
+                    continue
+                return
+            self._collect(query)
+            latest = self._latest()
+            if all(self._position.get(k, 0) >= v for k, v in latest.items() if v):
+                self._sample(self.now())  # the readout's last lag: 0
+                return
+            time.sleep(0.3)
+
+    def _latest(self) -> dict:
+        from kafka import TopicPartition
+
+        wanted = [TopicPartition(t, p) for t in self.topics for p in (self._consumer.partitions_for_topic(t) or set())]
+        ends = self._consumer.end_offsets(wanted)
+        return {self._key(tp.topic, tp.partition): off for tp, off in ends.items()}
+
+    def _key(self, topic: str, partition: int):
+        """A partition's key in positions and samples: its number (one topic), or "<label>:<number>" (several)."""
+        if len(self.topics) == 1:
+            return partition
+        source = self.sources.get(topic)
+        return f"{(source.label if source else self.label) or topic}:{partition}"
+
+    def _planned(self, progress: dict, default: float) -> float:
+        from datetime import datetime
+
+        try:
+            stamp = datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return default
+        return round(stamp - self._wall0, 2)
+
+    def _collect(self, query) -> None:
+        now = self.now()
+        for raw in list(query.recentProgress):
+            p = _lag._as_dict(raw)
+            if p.get("batchId", -1) <= self._seen or p.get("numInputRows") is None:
+                continue
+            self._seen = p["batchId"]
+            self.add_event(p, now)
+
+    def add_event(self, p: dict, now: float, latest: dict | None = None) -> dict:
+        """Record one progress event (a dict) seen at `now` s; returns its row (the poller and the tests call it)."""
+        self.events.append(p)
+        sources = p.get("sources") or [{}]
+        source = sources[0]
+        starts, ends = _lag._offsets(source.get("startOffset")), _lag._offsets(source.get("endOffset"))
+        if len(self.topics) == 1:
+            start, end = starts.get(self.topic, {}), ends.get(self.topic)
+        else:
+            start = {self._key(t, k): v for t in self.topics for k, v in starts.get(t, {}).items()}
+            end = {self._key(t, k): v for t in self.topics for k, v in ends.get(t, {}).items()} or None
+        if end is not None:
+            self._position = end
+        if latest is None:
+            try:
+                latest = self._latest() if self._consumer is not None else {}
+            except Exception:
+                latest = {}
+        broker_lag = sum(max(latest.get(k, 0) - v, 0) for k, v in self._position.items())
+        behind = _lag.behind_latest(p).get("max")
+        restart = bool(self.restarts) and not any(b["run"] == self._run for b in self.history)
+        s = self._settings
+        row = {"batch": p["batchId"], "time": self._planned(p, now), "rows": p.get("numInputRows") or 0,
+               "cap": s["cap"], "duration_ms": (p.get("durationMs") or {}).get("triggerExecution", 0),
+               "input_rate": round(p.get("inputRowsPerSecond") or 0.0, 1),
+               "process_rate": round(p.get("processedRowsPerSecond") or 0.0, 1), "lag": broker_lag,
+               "restart": restart and self._run > 0, "run": self._run, "trigger_s": s["trigger_seconds"],
+               "planned": self._planned(p, now), "progress_lag": _lag.total_lag(p),
+               "max_behind": None if behind is None else int(behind),
+               "tasks": self._tasks.get((self._run, p["batchId"])), "partitions": s["partitions"],
+               "min_partitions": s["min_partitions"],
+               "partitions_read": ",".join(str(k) for k in sorted((end or {})) if (end or {})[k] > start.get(k, 0))}
+        self.history.append(row)
+        if row["rows"] and self.live_from is None:
+            self.live_from = now  # durations and the script count from here
+        return row
+
+    def _apply_script(self, now: float) -> None:
+        if self.live_from is None:
+            return
+        clock = len([b for b in self.history if b["rows"]]) if self.script_in == "batches" else now - self.live_from
+        while self._pending_script and self._pending_script[0][0] <= clock:
+            step = self._pending_script.pop(0)
+            self.applied.append((round(now, 2), step))
+            knob, value = ("rate", step[1]) if len(step) == 2 else (step[1], step[2])
+            self._auto = True
+            try:
+                if knob == "burst":
+                    self.burst(int(value))
+                else:
+                    name = knob.replace("_", " ") if knob in self.knobs else knob
+                    self.marks.append((now, f"{name} {value}" if knob != "rate" else f"{int(value)}/s"))
+                    if knob in self.knobs and knob in self._sliders:
+                        self._sliders[knob].value = value
+                    elif knob in self._sliders:  # the same path as a move in the browser, and the browser shows it
+                        shown = {"trigger": value * 1000, "cost": value * 1000, "cap": value or 0}.get(knob, value)
+                        self._sliders[knob].value = int(shown)
+                    else:
+                        self.set(knob, value)
+            finally:
+                self._auto = False
+            if not self._pending_script and self.stop_after_script is not None:
+                self._stop_at_batches = len(self.history) + self.stop_after_script
+
+    def _sample(self, now: float) -> int:
+        latest = self._latest()
+        per_partition = {k: max(latest[k] - self._position.get(k, 0), 0) for k in sorted(latest)}
+        total = sum(per_partition.values())
+        self.samples.append({"t": round(now, 2), "lag": total, "partitions": per_partition})
+        return total
+
+    def time_left(self, now: float) -> float | None:
+        """Seconds until the demo ends by itself (None before its first batch)."""
+        if self.live_from is None:
+            return None
+        return max(self.live_from + self.duration + self._extra_s - now, 0.0)
+
+    def _over(self, now: float, lag: int) -> bool:
+        if self.live_from is None:
+            return now >= self.duration + FIRST_BATCH_WAIT_S  # no batch at all: give up rather than run forever
+        if self.time_left(now) <= 0:
+            return True
+        stop_at = self._stop_at_batches
+        if stop_at is not None and not self._touched and len(self.history) >= stop_at:
+            return True
+        threshold = self.stop_when_caught_up
+        if threshold == "cap":
+            threshold = self._settings["cap"] or 0
+        return (threshold is not None and not self._pending_script and bool(self.applied)
+                and now - self.applied[-1][0] > 1 and lag <= threshold)
+
+    def _broker_lost(self) -> str | None:
+        """One line naming the cause and the fix when the demo's broker stopped answering, else None (asked at most
+        every BROKER_PROBE_S; the lab's BrokerWatch, which stops the session's queries, is read when it has spoken)."""
+        from streamlab.lab.broker import probe
+
+        if time.monotonic() - self._probed_at < BROKER_PROBE_S:
+            return None
+        self._probed_at = time.monotonic()
+        if probe(self.bootstrap, timeout=1.0) == "kafka":
+            self._misses = 0
+            return None
+        self._misses += 1
+        if self._misses < BROKER_MISSES:
+            return None
+        return (f"The Kafka broker at {self.bootstrap} stopped answering, so the demo stopped. Start it again "
+                "(`python -m streamlab broker start` in a terminal, or re-run the setup cell), then re-run the demo's "
+                "cells.")
+
+    def _poll(self) -> None:
+        while not self._done.is_set():
+            lost = self._broker_lost()
+            if lost is not None:
+                self.error = self.lost = lost
+                self.warn(lost)
+                break
+            if self._pending_restart:
+                self._restart()
+            query = self._query
+            if not query.isActive:  # stopped by cleanup(), by the lab's broker watch, or failed
+                exc = query.exception()
+                if exc is not None and self._restart_after(query, exc):
+                    continue
+                if exc is not None:
+                    from streamlab.errors import first_line
+
+                    self.error = first_line(exc, limit=300)
+                    self.warn(f"the query failed: {self.error}")
+                elif not self._done.is_set():  # stopped by someone else: say who, if it was the broker watch
+                    self._probed_at, self._misses = 0.0, BROKER_MISSES - 1
+                    lost = self._broker_lost()
+                    if lost is not None:
+                        self.error = self.lost = lost
+                        self.warn(lost)
+                break
+            now = self.now()
+            self._apply_script(now)
+            self._collect(query)
+            lag = self._sample(now)
+            if not self._query.isActive:
+                continue  # failed while we looked: restart it (or end) before the next poll
+            self._readout.value = f"<code>{self.readout(now)}</code>"
+            if time.monotonic() - self._last_draw >= REDRAW_EVERY_S:
+                self._image.value = self.png()
+                self._last_draw = time.monotonic()
+            if self._over(now, lag):
+                break
+            self._wake.wait(0.5)
+            self._wake.clear()
+
+    def _run_poller(self) -> None:
+        try:
+            self._poll()
+        except Exception as exc:  # the broker went away, the session stopped: end the demo and say why in one line
+            from streamlab.errors import first_line
+
+            self._probed_at, self._misses = 0.0, BROKER_MISSES - 1
+            self.error = self._broker_lost() or first_line(exc, limit=300)
+            self.warn(self.error if self.error.startswith("The Kafka broker") else f"the demo stopped: {self.error}")
+        finally:
+            self._finish()
+
+    def _finish(self) -> None:
+        with self._lock:
+            if self.ended:
+                return
+            self.ended = True
+        self._done.set()
+        if self._widgets_made:  # first, so that nothing is moved while the demo stops
+            self._sync_controls(disable=True)
+        if self.lost is not None:
+            # Stopping a query, a producer and a consumer of a lost broker can take each their client's timeout:
+            # the learner has the line already, so stop them in the background and let wait() return now.
+            threading.Thread(target=self._stop_everything, name="streamlab-demo-stop", daemon=True).start()
+        else:
+            self._stop_everything()
+        if self._widgets_made:
+            now = self.now()
+            self._readout.value = f"<code>{self.readout(now)} · ended</code>"
+            try:
+                self._image.value = self.png()
+            except Exception:  # noqa: BLE001 - the interpreter is shutting down: the last picture stays
+                pass
+
+    def _stop_everything(self) -> None:
+        """Stop the query (after the drain, if asked), the producers and the consumer; never raises."""
+        from streamlab.demo.live import _live
+
+        if self.drain and self.error is None:
+            try:
+                self._drain()
+            except Exception:  # noqa: BLE001
+                pass  # the broker or the session is gone: stop what is left
+        try:
+            self._stop_query()
+        except Exception:  # noqa: BLE001
+            pass  # already stopped by cleanup(), or the broker is gone
+        for producer in [self._producer, *self._producers.values()]:
+            if producer is not None:
+                try:
+                    producer.stop()
+                except Exception:  # noqa: BLE001 - the broker is gone: the producer says what it left in its repr
+                    pass
+        if self._quiet is not None:
+            self._quiet.__exit__(None, None, None)
+            self._quiet = None
+        if self._consumer is not None:
+            try:
+                self._consumer.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._consumer = None
+        _live.discard(self)
+
