@@ -6,6 +6,7 @@ import os
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from streamlab.lab import topics as _topics
@@ -72,6 +73,7 @@ class BrokerWatch(threading.Thread):
     lost = threading.Event()
     _current: "BrokerWatch | None" = None
     _stopped: dict = {}  # query id -> the line that says why the watch stopped it
+    _awaited: dict = {}  # query id -> how many calls wait on it (they raise the line themselves: said once)
 
     def __init__(self, session, bootstrap: str):
         super().__init__(name="streamlab-broker-watch", daemon=True)
@@ -133,13 +135,13 @@ class BrokerWatch(threading.Thread):
 
     # -- saying it where the learner looks ---------------------------------------------------------------------
 
-    def _say(self, event: str, message: str) -> None:
+    def _say(self, event: str, message: str, quiet: bool = False) -> None:
         for listener in list(self.listeners):
             try:
                 listener(event, message)
             except Exception:
                 pass
-        if event in ("broker up",):
+        if event in ("broker up",) or quiet:
             return
         if _ipython() is None:
             print(f"⚠️  {message}", file=sys.stderr, flush=True)
@@ -172,7 +174,7 @@ class BrokerWatch(threading.Thread):
 
     def _look(self, active: list) -> None:
         if active or self.listeners:
-            self._look_at_lab()
+            self._look_at_lab(bool(active))
         ids = {}
         for query in active:
             try:
@@ -187,7 +189,7 @@ class BrokerWatch(threading.Thread):
             if qid not in self._stopped:
                 self._look_at_query(qid, query)
 
-    def _look_at_lab(self) -> None:
+    def _look_at_lab(self, queries: bool = False) -> None:
         states = probe_all(self.bootstrap, timeout=1.0)
         if not states:
             return
@@ -214,7 +216,7 @@ class BrokerWatch(threading.Thread):
             self.message = (f"The Kafka broker at {self.bootstrap} stopped answering. Start it again "
                             "(`python -m streamlab broker start` in a terminal, or re-run the setup cell), then "
                             "re-run the cell.")
-            self._say("lost", self.message)
+            self._say("lost", self.message, quiet=queries)  # each stopped query's line says it then
 
     def _look_at_query(self, qid: str, query) -> None:
         if qid not in self._sources:
@@ -270,7 +272,7 @@ class BrokerWatch(threading.Thread):
     def _stop_query(self, qid: str, query, message: str) -> None:
         type(self)._stopped[qid] = message
         threading.Thread(target=_stop_quietly, args=(query,), daemon=True, name="streamlab-watch-stop").start()
-        self._say("query stopped", message)
+        self._say("query stopped", message, quiet=bool(self._awaited.get(qid)))
 
     def _ended(self, qid: str, query) -> None:
         """A query that ended by itself: if it failed on a topic that is gone or a bad option, say so in a line."""
@@ -390,28 +392,45 @@ def _guard_queries() -> None:
     process_original = StreamingQuery.processAllAvailable
     stop_original = StreamingQuery.stop
 
+    @contextmanager
+    def awaited(query):
+        try:
+            qid = str(query.id)
+        except Exception:
+            qid = None
+        waits = BrokerWatch._awaited
+        waits[qid] = waits.get(qid, 0) + 1
+        try:
+            yield
+        finally:
+            waits[qid] -= 1
+
     def awaitTermination(self, timeout=None):
+        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+            return await_original(self, timeout)  # Spark's own message for a bad timeout
         deadline = None if timeout is None else time.monotonic() + float(timeout)
-        while True:
-            step = 1.0 if deadline is None else max(0.001, min(1.0, deadline - time.monotonic()))
-            ended = await_original(self, step)
+        with awaited(self):
+            while True:
+                step = 1.0 if deadline is None else max(0.001, min(1.0, deadline - time.monotonic()))
+                ended = await_original(self, step)
+                why = BrokerWatch.stopped_by_watch(self)
+                if why:
+                    raise LabError(why)
+                if ended:
+                    return None if timeout is None else True
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+
+    def processAllAvailable(self):
+        with awaited(self):
             why = BrokerWatch.stopped_by_watch(self)
             if why:
                 raise LabError(why)
-            if ended:
-                return None if timeout is None else True
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-
-    def processAllAvailable(self):
-        why = BrokerWatch.stopped_by_watch(self)
-        if why:
-            raise LabError(why)
-        result = process_original(self)
-        why = BrokerWatch.stopped_by_watch(self)
-        if why:
-            raise LabError(why)
-        return result
+            result = process_original(self)
+            why = BrokerWatch.stopped_by_watch(self)
+            if why:
+                raise LabError(why)
+            return result
 
     def stop(self):
         if BrokerWatch.stopped_by_watch(self) and not self.isActive:

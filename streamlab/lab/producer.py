@@ -140,19 +140,37 @@ def _pending(futures: list, topic: str) -> list:
 
 _running: "weakref.WeakSet[BackgroundProducer]" = weakref.WeakSet()
 
+# A background producer outlives broker outages of any length: its batches never expire (kafka-python's 120 s
+# delivery timeout would drop them, and an idempotent producer whose batch expired does not recover), it retries
+# for ever and reconnects within 2 s of the broker's return, and a send never blocks the thread more than 2 s.
+BACKGROUND_OPTIONS = {"delivery_timeout_ms": 2**31 - 1, "reconnect_backoff_max_ms": 2000, "max_block_ms": 2000}
+MAX_PENDING = 500_000  # records waiting for the broker before the thread pauses sending (memory stays bounded)
+STOP_WAIT_S = 5.0  # stop() waits this long for what is pending, then gives it up and says so
 
-@atexit.register
-def stop_all() -> None:
-    """Stop every BackgroundProducer still running (also called when the kernel exits)."""
-    for producer in list(_running):
-        producer.stop()
+
+def stop_all(timeout: float = STOP_WAIT_S) -> list[str]:
+    """Stop every BackgroundProducer still running, within about `timeout` s in all; one line per loss."""
+    producers = list(_running)
+    lines: list[str] = []
+    threads = [threading.Thread(target=lambda p=p: lines.append(p._stop_line(timeout)), daemon=True)
+               for p in producers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout + 5)
+    return [line for line in lines if line]
+
+
+atexit.register(stop_all, 3.0)  # at the kernel's exit: every producer stopped within seconds, whatever the broker
 
 
 class BackgroundProducer:
     """Sends records to a topic from a background thread at a steady, adjustable rate (records/second).
 
-    `sent` counts the records handed to the producer; `errors` / `last_error` the sends that failed (the thread
-    keeps going, pausing half a second after a failure).
+    `sent` counts the records handed to the producer, `delivered` those the broker acknowledged, `pending` those
+    still waiting (a broker outage: they are sent when it is back, however long it takes), `failed` those given
+    up (by stop() while the broker was away, or refused by the broker); `last_error` says why. Nothing is counted
+    twice and nothing disappears: sent == delivered + pending + failed.
 
     >>> with BackgroundProducer("orders", rate=500) as p:   # doctest: +SKIP
     ...     p.set_rate(5000); p.burst(20_000); p.set_rate(0)  # faster, a spike, pause
@@ -164,7 +182,7 @@ class BackgroundProducer:
         self.topic = topic
         self._records = _Records(topic, key_fn, value_fn, partitions)
         self._bootstrap = bootstrap
-        self._options = producer_options
+        self._options = {**BACKGROUND_OPTIONS, **producer_options}
         self._rate = self._check_rate(rate)
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -175,14 +193,19 @@ class BackgroundProducer:
         self._burst = 0  # records asked for by burst() and not sent yet
         self._inflight: deque = deque()
         self.sent = 0
-        self.errors = 0
+        self.delivered = 0
+        self.failed = 0
+        self.errors = 0  # sends that raised (the broker away, the buffer full): nothing was counted as sent
         self.last_error: BaseException | None = None
 
     @staticmethod
     def _check_rate(rate) -> float:
-        rate = float(rate)
-        if rate < 0:
-            raise ValueError("rate must be >= 0 records/second (0 pauses)")
+        try:
+            rate = float(rate)
+        except (TypeError, ValueError):
+            raise ValueError(f"rate={rate!r} is not a number: give records/second, e.g. rate=500 (0 pauses)") from None
+        if not rate >= 0 or rate == float("inf"):
+            raise ValueError(f"rate={rate!r}: give records/second >= 0, e.g. rate=500 (0 pauses)")
         return rate
 
     @property
@@ -194,6 +217,24 @@ class BackgroundProducer:
     def running(self) -> bool:
         """Whether the sending thread is alive."""
         return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def pending(self) -> int:
+        """Records handed to the producer that the broker has not acknowledged yet (nor were given up)."""
+        return self.sent - self.delivered - self.failed
+
+    def readout(self) -> str:
+        """One line: sent, delivered, pending and failed, and why the last send failed."""
+        line = f"{self.topic}: sent {self.sent:,}, delivered {self.delivered:,}"
+        if self.pending:
+            line += f", {self.pending:,} pending"
+        if self.failed:
+            line += f", {self.failed:,} NOT delivered"
+        if self.last_error is not None and (self.pending or self.failed or self.errors):
+            from streamlab.errors import first_line
+
+            line += f" (last error: {first_line(self.last_error, 160)})"
+        return line
 
     def start(self) -> "BackgroundProducer":
         """Start sending (a no-op when already running); returns self."""
@@ -213,32 +254,51 @@ class BackgroundProducer:
 
     def burst(self, n: int) -> None:
         """Send `n` extra records as fast as possible, on top of the steady rate (returns at once)."""
-        if n < 0:
-            raise ValueError("n must be >= 0")
+        if not isinstance(n, int) or n < 0:
+            raise ValueError(f"burst(n={n!r}): n must be a whole number of records >= 0")
         if not self.running:
             raise RuntimeError("start() the producer before asking for a burst")
         with self._lock:
             self._burst += n
         self._wake.set()
 
-    def stop(self) -> int:
-        """Stop the thread, wait for it, flush and close; returns the records sent (safe to call twice)."""
+    def stop(self, timeout: float = STOP_WAIT_S) -> int:
+        """Stop the thread, wait up to `timeout` s for what is pending, close; returns the records sent (safe to
+        call twice). What the broker did not acknowledge by then is counted in `failed` and printed."""
+        line = self._stop_line(timeout)
+        if line:
+            print(f"⚠️  {line}")
+        return self.sent
+
+    def _stop_line(self, timeout: float) -> str:
+        """stop()'s work; the line to print when records were not delivered, else ''."""
+        deadline = time.monotonic() + timeout
         self._stopping.set()
         self._wake.set()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(max(0.5, deadline - time.monotonic()))  # a send blocks at most max_block_ms
             self._thread = None
         with self._lock:
             self._burst = 0  # a burst not sent by now is dropped, not carried into a later start()
-        if self._producer is not None:
-            try:
-                self._producer.flush(timeout=30)
-                self._settle()
-            finally:
-                self._producer.close(timeout=10)
-                self._producer = None
+        producer, self._producer = self._producer, None
         _running.discard(self)
-        return self.sent
+        if producer is None:
+            return ""
+        try:
+            try:
+                producer.flush(timeout=max(0.1, deadline - time.monotonic()))
+            except Exception as exc:  # KafkaTimeoutError: the broker is away
+                self.last_error = exc
+            self._settle(final=True)
+        finally:
+            try:
+                producer.close(timeout=1)
+            except Exception:
+                pass
+        if self.failed:
+            return (f"BackgroundProducer({self.topic!r}): {self.failed:,} of {self.sent:,} records were NOT "
+                    f"delivered ({self.readout()})")
+        return ""
 
     def __enter__(self) -> "BackgroundProducer":
         return self.start()
@@ -248,18 +308,22 @@ class BackgroundProducer:
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
-        return f"BackgroundProducer({self.topic!r}, rate={self._rate:g}/s, sent={self.sent}, {state})"
+        counts = f"sent={self.sent}, delivered={self.delivered}, pending={self.pending}, failed={self.failed}"
+        return f"BackgroundProducer({self.topic!r}, rate={self._rate:g}/s, {counts}, {state})"
 
     # -- the sending thread --------------------------------------------------------------------------------
 
-    def _settle(self) -> None:
+    def _settle(self, final: bool = False) -> None:
         # Futures complete roughly in order, so looking at the oldest ones is enough (cheaper than a callback each).
         inflight = self._inflight
-        while inflight and inflight[0].is_done:
+        while inflight and (final or inflight[0].is_done):
             future = inflight.popleft()
-            if future.failed():
-                self.errors += 1
-                self.last_error = future.exception
+            if future.is_done and future.succeeded():
+                self.delivered += 1
+            else:  # refused by the broker, or still waiting when stop() gave up on it
+                self.failed += 1
+                if future.is_done:
+                    self.last_error = future.exception
 
     def _send(self, count: int) -> None:
         producer, records, inflight = self._producer, self._records, self._inflight
@@ -270,7 +334,12 @@ class BackgroundProducer:
         self._settle()
 
     def _safely(self, count: int) -> bool:
-        # A failed send (topic deleted, broker restarting) must not kill the thread: count it, pause, go on.
+        # A failed send (topic deleted, broker away) must not kill the thread: count it, pause, go on. The record
+        # was not accepted, so it is not counted as sent, and its number is tried again next.
+        self._settle()
+        if self.pending >= MAX_PENDING:  # the broker is away: wait for it rather than fill the memory
+            self._stopping.wait(0.2)
+            return False
         try:
             self._send(count)
             return True
@@ -288,7 +357,10 @@ class BackgroundProducer:
                 burst = min(self._burst, 2000)  # in slices, so stop() and set_rate() stay responsive
                 self._burst -= burst
             if burst:
-                self._safely(burst)
+                before = self.sent
+                if not self._safely(burst):  # what was not accepted is still owed
+                    with self._lock:
+                        self._burst += burst - (self.sent - before)
                 origin, base = time.monotonic(), self.sent  # the burst does not count against the rate
                 continue
             if self._rate != rate:
