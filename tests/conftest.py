@@ -3,6 +3,9 @@ Kafka stacks the differential tests run every scenario on."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -20,16 +23,68 @@ def noida_port() -> int:
     return broker_port() + 100
 
 
+# A test run killed with SIGKILL (or a CI time-out) runs no fixture's teardown, so the brokers it started would
+# outlive it. A guardian process, in a session of its own, waits for this pytest process to end and then stops
+# every broker listed in the run's registry (a fixture removes its line when it stops the broker itself) and
+# removes the run's temporary folders.
+_GUARDIAN = r"""
+import os, shutil, sys, time
+pid, registry, basetemp = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+while True:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        break
+    time.sleep(1)
+try:
+    lines = open(registry).read().split()
+except OSError:
+    lines = []
+if lines:
+    from streamlab.lab.broker import stop_broker
+    for entry in lines:
+        kind, port = entry.split(":")
+        try:
+            stop_broker(kind, int(port))
+        except Exception as exc:
+            print(f"guardian: could not stop the {kind} broker on {port}: {exc}", file=sys.stderr)
+for path in (registry, basetemp):
+    shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else (os.path.exists(path) and os.remove(path))
+"""
+
+
 @pytest.fixture(scope="session")
-def bootstrap():
+def _broker_registry(tmp_path_factory):
+    """Brokers this run started, as `kind:port` lines, stopped by a guardian process if the run is killed."""
+    handle, path = tempfile.mkstemp(prefix="streamlab-test-brokers-")
+    os.close(handle)
+    guardian = subprocess.Popen([sys.executable, "-c", _GUARDIAN, str(os.getpid()), path,
+                                 str(tmp_path_factory.getbasetemp())], cwd=ROOT, start_new_session=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    yield Path(path)
+    Path(path).write_text("")  # every broker was stopped by its fixture: the guardian has nothing left to do
+    del guardian  # it exits by itself when this process does
+
+
+def _register(registry: Path, entry: str, present: bool) -> None:
+    lines = [line for line in registry.read_text().split() if line != entry]
+    registry.write_text("\n".join(lines + [entry] if present else lines))
+
+
+@pytest.fixture(scope="session")
+def bootstrap(_broker_registry):
     """The broker's bootstrap address; a broker these tests started is stopped when they end."""
     from streamlab.lab.broker import broker_port, ensure_broker, probe, stop_broker
 
     was_running = bool(os.environ.get("KAFKA_BOOTSTRAP")) or probe(f"127.0.0.1:{broker_port()}") == "kafka"
     address = ensure_broker()
+    entry = f"kafka:{broker_port()}"
+    if not was_running:
+        _register(_broker_registry, entry, True)
     yield address
     if not was_running:
         stop_broker()
+        _register(_broker_registry, entry, False)
 
 
 @pytest.fixture(scope="session")
@@ -68,16 +123,19 @@ def topic(bootstrap):
 
 
 @pytest.fixture(scope="session")
-def noida_bootstrap():
+def noida_bootstrap(_broker_registry):
     """A noida-db broker for the offline stack, stopped at the end if these tests started it."""
     from streamlab.lab.broker import ensure_broker, probe, stop_broker
 
     port = noida_port()
     was_running = probe(f"127.0.0.1:{port}") == "kafka"
     address = ensure_broker(kind="noida", port=port)
+    if not was_running:
+        _register(_broker_registry, f"noida:{port}", True)
     yield address
     if not was_running:
         stop_broker("noida", port)
+        _register(_broker_registry, f"noida:{port}", False)
 
 
 @dataclass(frozen=True)
