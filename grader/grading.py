@@ -299,8 +299,9 @@ def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = ()):
     return box, None
 
 
-def run_in_sandbox(box, job: dict, log: Path) -> dict:
-    """Run one grading job (grader/worker.py) inside `box`; what it returns, or GraderError with its reason."""
+def run_in_sandbox(box, job: dict, log: Path, on_start=None) -> dict:
+    """Run one grading job (grader/worker.py) inside `box`; what it returns, or GraderError with its reason.
+    `on_start(proc)` gets the sandbox's process (killing it ends everything the run started)."""
     import subprocess
     import sys
 
@@ -311,6 +312,8 @@ def run_in_sandbox(box, job: dict, log: Path) -> dict:
         proc = subprocess.Popen(box.wrap([python, "-m", "grader.worker", str(write)]), stdin=subprocess.PIPE,
                                 stdout=sink, stderr=sink, pass_fds=(write,), cwd=job["workdir"])
     os.close(write)
+    if on_start is not None:
+        on_start(proc)
     with os.fdopen(read, "r", encoding="utf-8") as pipe:
         proc.stdin.write(json.dumps(job).encode())
         proc.stdin.close()
@@ -329,7 +332,7 @@ def run_in_sandbox(box, job: dict, log: Path) -> dict:
 def grade_notebook(path: str | Path, assignment_id: str | None = None, student: str = DEFAULT_STUDENT,
                    source: Path = SOURCE, timeout: int | None = None,
                    feedback_dir: str | Path | None = None, seed: int | None = None,
-                   hidden: tuple = (), require_sandbox: bool = False) -> Result:
+                   hidden: tuple = (), require_sandbox: bool = False, progress: bool = False) -> Result:
     """Grade one notebook (a copy; the file is never modified): its cells run in a sandboxed kernel, its tests here."""
     import tempfile
 
@@ -383,16 +386,26 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
             # lost and is reported as the machine's fault instead of being quietly replaced.
             private = {"IPYTHONDIR": f"{work}/.ipython", "MPLCONFIGDIR": f"{work}/.matplotlib",
                        "JUPYTER_RUNTIME_DIR": f"{work}/.runtime"} if box is not None else {}
-            with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1", KAFKA_BOOTSTRAP=bootstrap,
-                        STREAMLAB_SEED=str(seed), STREAMLAB_ASSIGNMENT=aid, **private), \
-                    stderr_to(root / "kernel.log"):
-                if box is None:
-                    preload()  # the code files could change while learner code runs: import what checks use now
-                    outcome = run(graded_nb, tests, owners, Path(work), limit, None, _judge_spark)
-                else:
-                    job = {"nb": graded_nb, "tests": {g: asdict(t) for g, t in tests.items()}, "owners": owners,
-                           "workdir": work, "timeout": limit, "kernel_sandbox": True}
-                    outcome = _outcome(run_in_sandbox(box, job, root / "kernel.log"))
+            watch = Heartbeat(Path(work), bootstrap, limit, say=_say if progress else None)
+            try:
+                with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1", KAFKA_BOOTSTRAP=bootstrap,
+                            STREAMLAB_SEED=str(seed), STREAMLAB_ASSIGNMENT=aid, **private), \
+                        stderr_to(root / "kernel.log"), watch:
+                    if box is None:
+                        preload()  # the code files could change while learner code runs: import what checks use now
+                        outcome = run(graded_nb, tests, owners, Path(work), limit, None, _judge_spark)
+                    else:
+                        job = {"nb": graded_nb, "tests": {g: asdict(t) for g, t in tests.items()}, "owners": owners,
+                               "workdir": work, "timeout": limit, "kernel_sandbox": True}
+                        outcome = _outcome(run_in_sandbox(box, job, root / "kernel.log", on_start=watch.attach))
+            except GraderError:
+                if watch.lost:
+                    raise CouldNotGrade(watch.lost) from None
+                raise
+            finally:
+                _sweep_after_run(bootstrap)
+        if watch.lost:
+            raise CouldNotGrade(watch.lost)
         _broker_still_there(bootstrap)
         result.exercises, trailing = collect(outcome, tests, per_cell)
         result.notes = general + [f"after the last test: {t}" for t in trailing]
@@ -468,6 +481,86 @@ def check_environment() -> str:
         raise CouldNotGrade(f"the Kafka broker is not available: {exc}") from None
 
 
+PROGRESS_EVERY_S = float(os.environ.get("STREAMLAB_GRADER_PROGRESS_S") or 30)
+
+
+def _say(line: str) -> None:
+    import sys
+
+    print(line, file=sys.stdout, flush=True)
+
+
+class Heartbeat:
+    """While a run goes on: a progress line every PROGRESS_EVERY_S naming the cell that runs (so a stuck cell is
+    never a silent wait), and, when the broker stops answering for a few seconds, the run is ended at once with
+    the reason (its cells would fail through no fault of the learner's)."""
+
+    EVERY_S = 2.0
+    MISSES = 3
+
+    def __init__(self, work: Path, bootstrap: str, limit: int, say=None):
+        import threading
+
+        self.work, self.bootstrap, self.limit, self.say = work, bootstrap, limit, say
+        self.lost: str | None = None
+        self._proc = None
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="grader-heartbeat")
+
+    def attach(self, proc) -> None:
+        """The sandbox's process: killed when the broker is lost."""
+        self._proc = proc
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join(5)
+
+    def _running(self) -> tuple[str, float]:
+        try:
+            label, since = (self.work / ".grader-progress").read_text().rsplit("|", 1)
+            return label, time.time() - float(since)
+        except (OSError, ValueError):
+            return "the notebook", 0.0
+
+    def _run(self) -> None:
+        from streamlab.lab.broker import probe
+
+        started = last = time.monotonic()
+        misses = 0
+        while not self._done.wait(self.EVERY_S):
+            misses = misses + 1 if probe(self.bootstrap, timeout=1.0) != "kafka" else 0
+            if misses == self.MISSES:
+                label, _ = self._running()
+                self.lost = (f"the Kafka broker at {self.bootstrap} stopped answering while {label} ran, so the "
+                             "check stopped (failed cells would not be the notebook's fault): start it "
+                             "(`python -m streamlab broker start`) and check again")
+                if self.say:
+                    self.say(f"… {self.lost}")
+                if self._proc is not None:
+                    self._proc.kill()
+                return
+            if self.say and time.monotonic() - last >= PROGRESS_EVERY_S:
+                last = time.monotonic()
+                label, running = self._running()
+                self.say(f"… {time.monotonic() - started:.0f} s: running {label} for {running:.0f} s (a cell is "
+                         f"interrupted after {self.limit} s)")
+
+
+def _sweep_after_run(bootstrap: str) -> None:
+    """Delete what the run's kernel made and did not remove (it died, or timed out): its topics carry its owner
+    token, which no process holds any more."""
+    try:
+        from streamlab.lab.lifecycle import sweep_orphans
+
+        sweep_orphans(bootstrap)
+    except Exception:
+        pass  # a broker that went away is reported by the caller
+
+
 def _broker_still_there(bootstrap: str) -> None:
     """A broker lost during the run fails cells through no fault of the learner's: no score then."""
     from streamlab.lab.broker import probe
@@ -495,5 +588,6 @@ def check(path: str | Path, assignment_id: str | None = None, timeout: int | Non
     path = Path(path)
     aid = assignment_id or path.stem
     folder = Path(results) if results else feedback_folder(path, aid)
-    return grade_notebook(path, assignment_id, DEFAULT_STUDENT, source, timeout, feedback_dir=folder, seed=seed)
+    return grade_notebook(path, assignment_id, DEFAULT_STUDENT, source, timeout, feedback_dir=folder, seed=seed,
+                          progress=True)
 

@@ -1,6 +1,9 @@
 """Run a submission cell by cell in its own (sandboxed) kernel and judge each test cell in the grader's process."""
 from __future__ import annotations
 
+import functools
+import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,7 +132,7 @@ def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeo
                 return sandbox.wrap(super().format_kernel_cmd(extra_arguments))
 
         manager = SandboxedKernelManager
-    client = NotebookClient(nb, timeout=timeout, allow_errors=True, interrupt_on_timeout=True,
+    client = _limited_client_class()(nb, timeout=timeout, allow_errors=True, interrupt_on_timeout=True,
                             error_on_timeout={"ename": "CellTimeoutError", "evalue": f"timed out after {timeout} s"},
                             kernel_name="python3", kernel_manager_class=manager,
                             extra_arguments=["--HistoryManager.hist_file=:memory:", "--IPKernelApp.log_level=ERROR"],
@@ -145,16 +148,129 @@ def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeo
     with client.setup_kernel():
         side = client.km.blocking_client()
         side.start_channels()
+        watchdog = MemoryWatchdog(_kernel_pid(client.km))
+        client.watchdog = watchdog
         try:
             side.wait_for_ready(timeout=60)
             kernel = Kernel(side, run_sync(client.km.interrupt_kernel), timeout=float(timeout))
             kernel.install_agent()
             judge = Judge(kernel, spark, set(owners))
+            watchdog.start()
             _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKernelError, nbformat)
         finally:
+            watchdog.stop()
             side.stop_channels()
             _clean_up_checks(spark_made)
     return outcome
+
+
+MEMORY_LIMIT_GIB = float(os.environ.get("STREAMLAB_GRADER_MEMORY_GIB") or 4)  # the kernel, its Spark JVM, children
+OUTPUT_LIMIT_BYTES = int(os.environ.get("STREAMLAB_GRADER_OUTPUT_BYTES") or 2_000_000)  # per cell
+
+
+def _kernel_pid(km) -> int | None:
+    """The pid of the kernel's process (the sandbox's outer process when sandboxed: its tree is the kernel's)."""
+    for getter in (lambda: km.provisioner.process.pid, lambda: km.provisioner.pid, lambda: km.kernel.pid):
+        try:
+            pid = getter()
+            if pid:
+                return int(pid)
+        except Exception:
+            continue
+    return None
+
+
+class MemoryWatchdog:
+    """Kills the learner's kernel (and everything it started) when their memory together passes the limit.
+
+    An RLIMIT cannot do it: the Spark JVM reserves far more address space than it uses, and each process has its
+    own limit. So a thread adds up the resident memory of the kernel's process tree twice a second; past the
+    limit it kills the tree, and the cell running then is reported as the one that used too much.
+    """
+
+    def __init__(self, pid: int | None, limit_gib: float | None = None, every: float = 0.5):
+        self.pid, self.every = pid, every
+        self.limit_gib = MEMORY_LIMIT_GIB if limit_gib is None else limit_gib
+        self.tripped: str | None = None
+        self.peak = 0
+        self.cell = "a cell"
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="grader-memory-watchdog")
+
+    def start(self) -> None:
+        if self.pid is not None:
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._done.set()
+
+    def _tree(self):
+        import psutil
+
+        root = psutil.Process(self.pid)
+        return [root, *root.children(recursive=True)]
+
+    def _run(self) -> None:
+        import psutil
+
+        limit = self.limit_gib * 2**30
+        while not self._done.wait(self.every):
+            try:
+                procs = self._tree()
+            except psutil.Error:
+                return  # the kernel is gone
+            used = 0
+            for proc in procs:
+                try:
+                    used += proc.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak = max(self.peak, used)
+            if used > limit:
+                self.tripped = (f"{self.cell} used more than {self.limit_gib:g} GiB of memory (the kernel and its "
+                                "Spark JVM together), so the check stopped it; nothing after it could be run")
+                for proc in reversed(procs):
+                    try:
+                        proc.kill()
+                    except psutil.Error:
+                        pass
+                return
+
+
+@functools.lru_cache(maxsize=1)
+def _limited_client_class():
+    from nbclient import NotebookClient
+
+    class LimitedClient(NotebookClient):
+        """A NotebookClient that keeps at most OUTPUT_LIMIT_BYTES of output per cell (a print loop cannot fill the
+        grader's memory) and says where it cut."""
+
+        watchdog = None
+
+        def output(self, outs, msg, display_id, cell_index):
+            sizes = self.__dict__.setdefault("_output_sizes", {})
+            content = msg.get("content", {})
+            size = len(str(content.get("text", ""))) + sum(len(str(v)) for v in content.get("data", {}).values())
+            sizes[cell_index] = sizes.get(cell_index, 0) + size
+            if sizes[cell_index] > OUTPUT_LIMIT_BYTES:
+                if sizes[cell_index] - size <= OUTPUT_LIMIT_BYTES:
+                    from nbformat.v4 import new_output
+
+                    outs.append(new_output("stream", name="stderr", text=(
+                        f"\n[the check kept the first {OUTPUT_LIMIT_BYTES // 1_000_000} MB of this cell's output "
+                        "and dropped the rest]\n")))
+                return None
+            return super().output(outs, msg, display_id, cell_index)
+
+    return LimitedClient
+
+
+def _write_progress(workdir, text: str) -> None:
+    """What runs now, for the checker's progress lines (a file in the run's folder, which the parent can read)."""
+    try:
+        (Path(workdir) / ".grader-progress").write_text(text)
+    except OSError:
+        pass
 
 
 def _clean_up_checks(sessions: list) -> None:
@@ -181,18 +297,23 @@ def _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKer
                 try:
                     verdict = judge.judge(gid, test.source, test.points)
                 except KernelStuck as exc:
-                    outcome.stopped = str(exc)
+                    outcome.stopped = getattr(getattr(client, "watchdog", None), "tripped", None) or str(exc)
                     return
             outcome.verdicts[gid] = verdict
             text = verdict.skipped or verdict.output + (f"✗ {verdict.error}\n" if verdict.error else "")
             cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)] if text else []
             continue
         started = time.monotonic()
+        label = _cell_label(cell, index)
+        if getattr(client, "watchdog", None) is not None:
+            client.watchdog.cell = label
+        _write_progress(client.resources.get("metadata", {}).get("path", "."), f"{label}|{time.time():.0f}")
         try:
             client.execute_cell(cell, index)
         except DeadKernelError:
-            outcome.stopped = (f"the kernel died while running {_cell_label(cell, index)} (os._exit, a crash or out "
-                               "of memory?); nothing after it could be run")
+            tripped = getattr(getattr(client, "watchdog", None), "tripped", None)
+            outcome.stopped = tripped or (f"the kernel died while running {label} (os._exit, a crash or out "
+                                          "of memory?); nothing after it could be run")
             return
         if time.monotonic() - started >= timeout:
             outcome.cell_errors[index] = (f"{_cell_label(cell, index)} did not finish within {timeout} s (an endless "

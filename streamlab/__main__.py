@@ -78,6 +78,13 @@ def _lab(port: int) -> int:
            "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root / 'notebooks'}", "--no-browser"]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
+    from streamlab.lab import broker as _broker
+
+    managed = not external_bootstrap() and not on_cluster
+    if managed:
+        _broker.add_user()  # other labs and kernels on this broker see this lab as a user
+        if not ran_before:
+            _broker.mark_lab_started()
     proc = subprocess.Popen(cmd, env=env, cwd=root)
     try:
         return proc.wait()
@@ -91,8 +98,26 @@ def _lab(port: int) -> int:
     finally:
         if not ran_before and on_cluster:
             print(f"{cluster.stop()} (this lab started the cluster)")
-        elif not ran_before and stop_broker():
-            print("broker stopped (this lab started it)")
+        elif managed:
+            _leave_broker()
+
+
+def _leave_broker() -> None:
+    """This lab leaves the broker: stop it when a lab started it and no other lab or kernel uses it any more."""
+    import time
+
+    from streamlab.lab import broker
+
+    broker.remove_user()
+    # This lab's own kernels end with JupyterLab: give them a few seconds to go before counting who is left.
+    deadline = time.monotonic() + 5
+    while (others := broker.other_users()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if others:
+        print(f"broker left running: {len(others)} other lab(s) or kernel(s) use it (pids "
+              f"{', '.join(map(str, others))})")
+    elif broker.lab_started() and broker.stop_broker():
+        print("broker stopped (a lab started it and no other lab or kernel uses it)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -232,8 +232,13 @@ def _our_pid(kind: str, port: int) -> int | None:
 
 @contextmanager
 def _start_lock(folder: Path):
-    folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / "start.lock", "w") as handle:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / "start.lock", "w")
+    except OSError as exc:
+        raise LabError(f"Cannot write the broker's folder {folder} ({exc.strerror}): make it writable, or set "
+                       "STREAMLAB_HOME to a folder you can write (the broker keeps its data there).") from None
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

@@ -481,7 +481,11 @@ def new_checkpoint(prefix: str = "checkpoint") -> str:
         remove_orphaned_folders()
     # The kernel's pid in the name lets a later kernel delete what this one leaves if it is killed mid-demo
     # (a restart gives a busy kernel only a few seconds before SIGKILL, so its exit handlers may never run).
-    folder = tempfile.mkdtemp(prefix=f"streamlab-{prefix}-{os.getpid()}-")
+    try:
+        folder = tempfile.mkdtemp(prefix=f"streamlab-{prefix}-{os.getpid()}-")
+    except OSError as exc:
+        raise LabError(f"Cannot make a checkpoint folder in {tempfile.gettempdir()} ({exc.strerror}): set TMPDIR "
+                       "to a folder you can write, then restart the kernel.") from None
     _made_folders.append(folder)
     return folder
 

@@ -19,6 +19,11 @@ def java_binary() -> str:
     """The `java` that Spark and the broker start ($JAVA_HOME's, else the one on PATH), or a LabError."""
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if home and not (Path(java).is_file() and os.access(java, os.X_OK)):
+        found = shutil.which("java")
+        raise LabError(f"JAVA_HOME={home} holds no Java ({java} is not there): point JAVA_HOME at a Java 17 or "
+                       "newer installation (the folder that has bin/java)" + (
+                           f", or unset it to use {found}" if found else "") + ".")
     if not java or not Path(java).exists():
         raise LabError("Java was not found. Spark needs Java 17 or newer: install it "
                        "(Debian/Ubuntu: `sudo apt-get install openjdk-17-jre-headless`) or set JAVA_HOME.")
@@ -146,8 +151,13 @@ def _launch_quiet_jvm(conf: dict) -> None:
 
     if SparkContext._gateway is not None:
         return
-    state_dir().mkdir(parents=True, exist_ok=True)
-    log = open(state_dir() / "spark.log", "ab")
+    try:
+        state_dir().mkdir(parents=True, exist_ok=True)
+        log = open(state_dir() / "spark.log", "ab")
+    except OSError:  # a read-only course folder: Spark's console output goes to a private temporary file instead
+        import tempfile
+
+        log = tempfile.NamedTemporaryFile(prefix="streamlab-spark-", suffix=".log", delete=False)
     spark_conf = SparkConf(loadDefaults=False)
     for key, value in conf.items():
         spark_conf.set(key, value)
