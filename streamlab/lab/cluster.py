@@ -139,20 +139,21 @@ def master_pid() -> int | None:
 
 
 def executor_pids() -> dict[int, list[int]]:
-    """{worker: [pids of the executor JVMs it launched]} (an executor is a child process of its Worker)."""
+    """{worker: [pids of the executor JVMs it launched]} (an executor's command line names its Worker's URL)."""
     import psutil
 
-    found: dict[int, list[int]] = {}
-    for worker in range(1, WORKERS + 1):
-        pid = worker_pid(worker)
-        kids = []
-        if pid:
-            try:
-                kids = [c.pid for c in psutil.Process(pid).children(recursive=True)
-                        if "CoarseGrainedExecutorBackend" in " ".join(c.cmdline())]
-            except psutil.Error:
-                pass
-        found[worker] = kids
+    p = ports()
+    found: dict[int, list[int]] = {w: [] for w in range(1, WORKERS + 1)}
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            line = " ".join(proc.info["cmdline"] or [])
+        except psutil.Error:
+            continue
+        if "CoarseGrainedExecutorBackend" not in line:
+            continue
+        for worker in found:
+            if f"Worker@127.0.0.1:{p.workers[worker - 1]}" in line:
+                found[worker].append(proc.info["pid"])
     return found
 
 
@@ -608,8 +609,8 @@ def leader_of(topic: str, partition: int = 0) -> int:
     try:
         for described in client.describe_topics([topic]):
             for part in described["partitions"]:
-                if part["partition"] == partition:
-                    return int(part["leader"])
+                if part["partition_index"] == partition:
+                    return int(part["leader_id"])
     finally:
         client.close()
     raise LabError(f"Topic {topic} has no partition {partition} on the cluster.")
@@ -621,8 +622,8 @@ def isr_of(topic: str, partition: int = 0) -> list[int]:
     try:
         for described in client.describe_topics([topic]):
             for part in described["partitions"]:
-                if part["partition"] == partition:
-                    return sorted(int(r) for r in part["isr"])
+                if part["partition_index"] == partition:
+                    return sorted(int(r) for r in part["isr_nodes"])
     finally:
         client.close()
     return []

@@ -1,0 +1,361 @@
+"""Failures on the lab's cluster, live: an executor killed mid-batch, a partition leader killed under a running
+query and producer, and acknowledged records that `acks=1` loses.
+
+`FailoverDemo` runs one query on a topic with 3 replicas while an idempotent producer (`acks=all`) writes
+numbered records. Each batch, `foreachBatch` records which executor read which partition (Spark's task events,
+`streamlab.observe.executors.read_map`) and writes the batch to two of module 7's exactly-once sinks (the SQLite
+upsert and the Kafka transactions). Its buttons kill an executor in the middle of a batch or the broker leading
+partition 0; `wait()` counts, from the destinations themselves, every acknowledged record's copies.
+
+`acks_experiment` shows what `acks` means when the leader dies: the followers are paused (SIGSTOP) so they
+fetch nothing, records are produced, the leader is killed and the followers resumed. A follower becomes leader
+without the records only the old leader had: those that `acks=1` acknowledged are gone; `acks=all` never
+acknowledged them.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+import threading
+import time
+
+from streamlab.lab import cluster
+from streamlab.errors import LabError, first_line
+
+
+def on_cluster() -> bool:
+    """Whether this kernel's lab runs on the cluster (the demos need it)."""
+    return cluster.wanted() and cluster.folder().exists()
+
+
+def _need_cluster() -> None:
+    if not on_cluster():
+        raise LabError("This demo needs the lab's cluster: run the setup cell with streamlab.setup(cluster=True).")
+
+
+class FailoverDemo:
+    """One query, one producer, buttons that kill an executor or a partition leader; counts of every copy."""
+
+    def __init__(self, spark, bootstrap: str, partitions: int = 4, rate: int = 100, seconds: float = 60,
+                 options: dict | None = None, script: list | None = None, restart_after: float = 12.0,
+                 sinks: bool = True, show: bool = True):
+        self.spark, self.bootstrap, self.partitions, self.rate = spark, bootstrap, partitions, rate
+        self.seconds, self.options, self.script = seconds, dict(options or {}), list(script or [])
+        self.restart_after, self.with_sinks, self.show = restart_after, sinks, show
+        if os.environ.get("STREAMLAB_GRADING") == "1":
+            self.seconds = min(self.seconds, max([25.0, *(t + 12 for t, _ in self.script)]))
+        self.batches: list[dict] = []
+        self.events: list[str] = []
+        self.acked: set[int] = set()
+        self.sent = 0
+        self.failed_sends = 0
+        self.killed_nodes: list[int] = []
+        self.query = None
+        self._stop = threading.Event()
+        self._armed_work = 0.0
+        self._started = 0.0
+        self._box = None
+        self._html = None
+        self.result: dict | None = None
+
+    # --- running ------------------------------------------------------------------------------------------------
+    def start(self) -> "FailoverDemo":
+        """Make the topic and sinks, start the producer and the query, and show the live table with its buttons."""
+        import streamlab
+        from streamlab.delivery.sinks import SqliteSink, TransactionalKafkaSink
+
+        _need_cluster()
+        self.topic = streamlab.new_topic("failover", partitions=self.partitions)
+        work = streamlab.new_checkpoint("failover")
+        self.checkpoint = os.path.join(work, "checkpoint")
+        if self.with_sinks:
+            self.sqlite = SqliteSink(os.path.join(work, "events.db"))
+            self.out_topic = streamlab.new_topic("failover-out", partitions=1)
+            self.tx = TransactionalKafkaSink(self.out_topic, f"{self.topic}-tx", self.bootstrap)
+        self._started = time.monotonic()
+        self._producer = threading.Thread(target=self._produce, name="streamlab-failover-producer", daemon=True)
+        self._producer.start()
+        reader = (self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
+                  .option("subscribe", self.topic).option("startingOffsets", "earliest"))
+        for key, value in self.options.items():
+            reader = reader.option(key, value)
+        frame = reader.load().selectExpr("topic", "partition", "offset", "cast(cast(value AS string) AS long) AS id")
+        self.query = (frame.writeStream.foreachBatch(self._batch).option("checkpointLocation", self.checkpoint)
+                      .trigger(processingTime="2 seconds").start())
+        if self.show:
+            self._widget()
+        if self.script:
+            threading.Thread(target=self._play, name="streamlab-failover-script", daemon=True).start()
+        return self
+
+    def _produce(self) -> None:
+        from kafka import KafkaProducer
+
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks="all", enable_idempotence=True,
+                                 linger_ms=5, request_timeout_ms=10_000)
+        lock = threading.Lock()
+
+        def done(i):
+            def ok(_meta):
+                with lock:
+                    self.acked.add(i)
+            return ok
+
+        def failed(_exc):
+            self.failed_sends += 1
+
+        try:
+            i = 0
+            while not self._stop.is_set():
+                tick = time.monotonic()
+                for _ in range(max(1, self.rate // 10)):
+                    producer.send(self.topic, str(i).encode(), partition=i % self.partitions
+                                  ).add_callback(done(i)).add_errback(failed)
+                    i += 1
+                self.sent = i
+                time.sleep(max(0.0, 0.1 - (time.monotonic() - tick)))
+            producer.flush(timeout=60)
+        finally:
+            producer.close(timeout=10)
+
+    def _batch(self, batch_df, batch_id: int) -> None:
+        from streamlab.observe.executors import preferred_executor, read_map
+
+        began = time.monotonic()
+        work, self._armed_work = self._armed_work, 0.0
+        if work:
+            threading.Thread(target=self._kill_executor_soon, args=(batch_id,), daemon=True).start()
+        tasks = read_map(self.spark, batch_df, work_s=work)
+        rows = batch_df.select("topic", "partition", "offset", "id")
+        if self.with_sinks:
+            self.sqlite.write_batch(rows, batch_id)
+            self.tx.write_batch(rows, batch_id)
+        preferred = {}
+        for p in range(self.partitions):
+            try:
+                preferred[p] = preferred_executor(self.spark, self.topic, p)
+            except Exception:
+                preferred[p] = None
+        self.batches.append({"batch": batch_id, "seconds": round(time.monotonic() - began, 2), "tasks": tasks,
+                             "preferred": preferred, "at": round(time.monotonic() - self._started, 1)})
+        self._render()
+
+    def _play(self) -> None:
+        for at, action in sorted(self.script):
+            while time.monotonic() - self._started < at:
+                if self._stop.wait(0.2):
+                    return
+            try:
+                (self.kill_executor if action == "executor" else self.kill_leader)()
+            except Exception as exc:
+                self._event(f"{action}: {first_line(exc)}")
+
+    # --- the failures -------------------------------------------------------------------------------------------
+    def kill_executor(self, *_args) -> None:
+        """Kill an executor in the middle of the next batch (its read tasks get 3 s of work, the kill comes at 1 s)."""
+        self._armed_work = 3.0
+        self._event("armed: the next batch's read tasks take 3 s, and one executor is killed 1 s in")
+
+    def _kill_executor_soon(self, batch_id: int) -> None:
+        time.sleep(1.0)
+        try:
+            pid = cluster.kill_executor()
+            self._event(f"batch {batch_id}: kill -9 executor process {pid} mid-batch")
+        except LabError as exc:
+            self._event(first_line(exc))
+
+    def kill_leader(self, *_args, partition: int = 0) -> None:
+        """kill -9 the broker leading `partition`; start it again `restart_after` seconds later."""
+        node = cluster.leader_of(self.topic, partition)
+        cluster.kill_node(node)
+        self.killed_nodes.append(node)
+        killed = time.monotonic()
+        self._event(f"kill -9 broker {node}, leader of partition {partition}")
+
+        def watch():
+            new = None
+            while time.monotonic() - killed < 30 and not self._stop.is_set():
+                try:
+                    new = cluster.leader_of(self.topic, partition)
+                except Exception:
+                    new = None
+                if new not in (None, -1, node):
+                    self._event(f"partition {partition}: broker {new} elected leader "
+                                f"{time.monotonic() - killed:.1f} s after the kill")
+                    break
+                time.sleep(0.3)
+            wait = self.restart_after - (time.monotonic() - killed)
+            if wait > 0:
+                self._stop.wait(wait)
+            self.restart_nodes()
+
+        threading.Thread(target=watch, name="streamlab-failover-leader", daemon=True).start()
+
+    def restart_nodes(self) -> None:
+        """Start every broker this demo killed again (with its data)."""
+        for node in list(self.killed_nodes):
+            try:
+                cluster.start_node(node)
+                self.killed_nodes.remove(node)
+                self._event(f"broker {node} started again; it rejoins the ISR")
+            except LabError as exc:
+                self._event(first_line(exc))
+
+    def _event(self, line: str) -> None:
+        self.events.append(f"{time.monotonic() - self._started:5.1f} s  {line}")
+        self._render()
+
+    # --- the end ------------------------------------------------------------------------------------------------
+    def wait(self) -> dict:
+        """Run until `seconds` after the start, stop producing, let the query read everything acknowledged, stop it,
+        restart what was killed, and count each acknowledged record's copies in each sink."""
+        while time.monotonic() - self._started < self.seconds and self.query.isActive:
+            time.sleep(0.5)
+        self._stop.set()
+        self._producer.join(timeout=90)
+        self.restart_nodes()
+        deadline = time.monotonic() + 90
+        while self.with_sinks and self.query.isActive and time.monotonic() < deadline:
+            if self.acked <= set(self.sqlite.delivered()):
+                break
+            time.sleep(1)
+        error = None
+        try:
+            self.query.processAllAvailable() if self.query.isActive else None
+        except Exception as exc:
+            error = first_line(exc)
+        self.query.stop()
+        if self.query.exception() is not None:
+            error = first_line(self.query.exception())
+        self.result = {"acked": len(self.acked), "batches": len(self.batches), "error": error,
+                       "retried tasks": sum(1 for b in self.batches for t in b["tasks"] if t["attempt"] > 0)}
+        if self.with_sinks:
+            for name, ids in (("sqlite", self.sqlite.delivered()), ("transactions", self.tx.delivered())):
+                self.result[name] = count(self.acked, ids)
+        self._render()
+        return self.result
+
+    # --- the view -----------------------------------------------------------------------------------------------
+    def _widget(self) -> None:
+        import ipywidgets as widgets
+        from IPython.display import display
+
+        kill_exec = widgets.Button(description="kill an executor mid-batch", button_style="danger",
+                                   layout=widgets.Layout(width="230px"))
+        kill_leader = widgets.Button(description="kill partition 0's leader", button_style="warning",
+                                     layout=widgets.Layout(width="230px"))
+        kill_exec.on_click(self.kill_executor)
+        kill_leader.on_click(lambda _b: self._safely(self.kill_leader))
+        self._html = widgets.HTML(value=self.html())
+        self._box = widgets.VBox([widgets.HBox([kill_exec, kill_leader]), self._html])
+        display(self._box)
+
+    def _safely(self, action) -> None:
+        try:
+            action()
+        except Exception as exc:
+            self._event(first_line(exc))
+
+    def _render(self) -> None:
+        if self._html is not None:
+            self._html.value = self.html()
+
+    def html(self) -> str:
+        """The live view: the last batches (which executor read each partition, attempts, duration) and events."""
+        head = "".join(f"<th>p{p}</th>" for p in range(self.partitions))
+        rows = []
+        for b in self.batches[-8:]:
+            cells = []
+            for p in range(self.partitions):
+                mine = [t for t in b["tasks"] if t["partition"] == p]
+                if not mine:
+                    cells.append("<td style='color:#999'>—</td>")
+                    continue
+                text = " → ".join(f"exec {t['executor']}" + (f" (attempt {t['attempt']}, {t['status'].lower()})"
+                                                            if t["attempt"] or t["status"] != "SUCCESS" else "")
+                                  for t in mine)
+                home = b["preferred"].get(p)
+                warm = all(t["executor"] == home for t in mine if t["status"] == "SUCCESS")
+                colour = "#e8f5e9" if warm and home is not None else "#fff3e0"
+                cells.append(f"<td style='background:{colour}'>{text}<br><small>{mine[-1]['records']} rec, "
+                             f"{mine[-1]['locality'].lower()}</small></td>")
+            rows.append(f"<tr><td>{b['batch']}</td><td>{b['at']} s</td><td><b>{b['seconds']} s</b></td>"
+                        + "".join(cells) + "</tr>")
+        table = (f"<table style='border-collapse:collapse' border=1 cellpadding=4><tr><th>batch</th><th>at</th>"
+                 f"<th>took</th>{head}</tr>{''.join(rows)}</table>")
+        summary = f"<p>produced {self.sent:,}, acknowledged {len(self.acked):,}"
+        if self.result and self.with_sinks:
+            for name in ("sqlite", "transactions"):
+                r = self.result[name]
+                summary += f" · <b>{name}</b>: {r['once']:,} once, {r['duplicates']} duplicates, {r['lost']} lost"
+        summary += "</p>"
+        legend = ("<small>green: read by the partition's preferred executor (its cached consumer is reused); "
+                  "orange: read elsewhere</small>")
+        events = "<br>".join(self.events[-6:])
+        return f"{summary}{table}{legend}<p style='font-family:monospace'>{events}</p>"
+
+
+def count(acked: set[int], delivered: list[int]) -> dict:
+    """{'once', 'duplicates', 'lost'}: acknowledged ids delivered once, extra copies, and ids never delivered."""
+    seen: dict[int, int] = {}
+    for i in delivered:
+        seen[i] = seen.get(i, 0) + 1
+    return {"once": sum(1 for i in acked if seen.get(i) == 1),
+            "duplicates": sum(n - 1 for n in seen.values() if n > 1),
+            "lost": sum(1 for i in acked if i not in seen)}
+
+
+def acks_experiment(acks: str, records: int = 50, bootstrap: str | None = None) -> dict:
+    """Produce `records` with `acks` while the leader's followers are paused, kill the leader, resume them;
+    return how many were acknowledged and how many of those the new leader does not have."""
+    import streamlab
+    from kafka import KafkaProducer
+
+    _need_cluster()
+    bootstrap = bootstrap or cluster.bootstrap()
+    topic = streamlab.new_topic(f"acks{acks}", partitions=1)
+    leader = cluster.leader_of(topic)
+    followers = [n for n in range(1, cluster.NODES + 1) if n != leader]
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1 if acks == "1" else "all", retries=0,
+                             enable_idempotence=False, request_timeout_ms=2500, linger_ms=0)
+    try:
+        for i in range(records):  # a first run while everyone is up: acknowledged by every acks setting
+            producer.send(topic, f"before-{i}".encode(), partition=0)
+        producer.flush(timeout=30)
+        paused = [cluster.node_pid(n) for n in followers]
+        for pid in paused:
+            os.killpg(pid, signal.SIGSTOP)
+        try:
+            futures = [producer.send(topic, str(i).encode(), partition=0) for i in range(records)]
+            acked = 0
+            for future in futures:
+                try:
+                    future.get(timeout=6)
+                    acked += 1
+                except Exception:
+                    pass
+            cluster.kill_node(leader)
+        finally:
+            for pid in paused:
+                os.killpg(pid, signal.SIGCONT)
+    finally:
+        producer.close(timeout=2)
+    began, new = time.monotonic(), None
+    while time.monotonic() - began < 40:
+        try:
+            new = cluster.leader_of(topic)
+        except Exception:
+            new = None
+        if new in followers:
+            break
+        time.sleep(0.3)
+    election = round(time.monotonic() - began, 1)
+    from streamlab.lab.topics import records as read_records
+
+    kept = {r.value for r in read_records(topic, bootstrap, False, 20)}
+    cluster.start_node(leader)
+    present = sum(1 for i in range(records) if str(i).encode() in kept)
+    return {"acks": acks, "produced while followers paused": records, "acknowledged": acked,
+            "on the new leader": present, "acknowledged but lost": max(0, acked - present),
+            "old leader": leader, "new leader": new, "election s": election}

@@ -1,0 +1,91 @@
+"""Which executor read which Kafka partition, batch by batch, from Spark's own task events.
+
+Spark's listener bus records every task (its index, attempt, executor and locality) in the application's status
+store (AppStatusListener, a SparkListener). Inside `foreachBatch`, `read_map` tags the batch's job with a job
+group, counts each task's rows by Kafka partition (`spark_partition_id()` is the task's index), then reads the
+scan stage's tasks from the status store: so each Kafka partition is matched to the executor that read it.
+
+The connector asks for a *preferred* executor per partition so that the consumer an executor cached for it is
+reused next batch (KafkaOffsetRangeCalculator.getLocation, KafkaOffsetRangeCalculator.scala:136-145:
+`executors(floorMod(topicPartition.hashCode, n))` over the executors sorted by host then id, in descending order,
+KafkaSource.scala:420-432). `preferred_executor` computes the same choice with the JVM's own hashCode.
+"""
+from __future__ import annotations
+
+import uuid
+
+
+def executors(spark) -> list[str]:
+    """The ids of the session's live executors (the driver left out), from the status store."""
+    listed = spark._jsparkSession.sparkContext().statusStore().executorList(True)
+    return sorted(listed.apply(i).id() for i in range(listed.size()) if listed.apply(i).id() != "driver")
+
+
+def sorted_locations(spark) -> list[str]:
+    """The executors as the connector orders them: 'executor_<host>_<id>', host then id, descending."""
+    listed = spark._jsparkSession.sparkContext().statusStore().executorList(True)
+    pairs = [(listed.apply(i).hostPort().rsplit(":", 1)[0], listed.apply(i).id()) for i in range(listed.size())]
+    return [f"executor_{h}_{e}" for h, e in sorted((p for p in pairs if p[1] != "driver"), reverse=True)]
+
+
+def topic_partition_hash(spark, topic: str, partition: int) -> int:
+    """Kafka's TopicPartition(topic, partition).hashCode(), computed by the JVM (the connector uses this)."""
+    return int(spark.sparkContext._jvm.org.apache.kafka.common.TopicPartition(topic, partition).hashCode())
+
+
+def preferred_executor(spark, topic: str, partition: int) -> str | None:
+    """The executor id the connector prefers for this partition (None when there is no executor)."""
+    locations = sorted_locations(spark)
+    if not locations:
+        return None
+    return locations[topic_partition_hash(spark, topic, partition) % len(locations)].rsplit("_", 1)[1]
+
+
+def _counter(work_s: float):
+    def count(index, rows):
+        import time
+
+        if work_s:
+            time.sleep(work_s)  # a demo's slow task, so that a kill lands while it runs
+        seen: dict = {}
+        for row in rows:
+            seen[row[0]] = seen.get(row[0], 0) + 1
+        return [(index, partition, n) for partition, n in seen.items()]
+    return count
+
+
+def read_map(spark, batch_df, work_s: float = 0.0) -> list[dict]:
+    """For one micro-batch (call it inside foreachBatch): one row per read task, with its Kafka partition,
+    records, executor, attempt, locality and duration (ms), sorted by partition. `work_s`: each task sleeps that long."""
+    sc = spark.sparkContext
+    group = f"streamlab-read-map-{uuid.uuid4().hex[:8]}"
+    sc.setJobGroup(group, "which executor read which partition")
+    try:
+        # One stage, one task per offset range: the task's index is its range's position in the batch.
+        counted = batch_df.select("partition").rdd.mapPartitionsWithIndex(_counter(work_s)).collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+        sc.setLocalProperty("spark.job.description", None)
+    by_task = {task: (partition, n) for task, partition, n in counted}
+    stage_ids = sorted(sid for job in sc.statusTracker().getJobIdsForGroup(group)
+                       for sid in (sc.statusTracker().getJobInfo(job).stageIds if sc.statusTracker().getJobInfo(job)
+                                   else []))
+    if not stage_ids:
+        return []
+    store = spark._jsparkSession.sparkContext().statusStore()
+    rows = []
+    scan = stage_ids[0]
+    for attempt_id in range(4):
+        try:
+            tasks = store.taskList(scan, attempt_id, 10_000)
+        except Exception:
+            break
+        for i in range(tasks.size()):
+            task = tasks.apply(i)
+            partition, records = by_task.get(task.index(), (None, 0))
+            duration = task.duration()
+            rows.append({"partition": partition, "task": task.index(), "records": records if task.status() ==
+                         "SUCCESS" else 0, "executor": task.executorId(), "attempt": task.attempt(),
+                         "locality": task.taskLocality(), "status": task.status(),
+                         "ms": int(duration.get()) if duration.isDefined() else None})
+    return sorted(rows, key=lambda r: (r["partition"] if r["partition"] is not None else -1, r["attempt"]))
