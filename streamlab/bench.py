@@ -7,6 +7,8 @@ What it compares, each pair on the same work in the same run:
   connector (each on its own broker, the same records);
 - writing: the connector's sink against a raw kafka-python producer;
 - one micro-batch: the connector against Spark's built-in `rate` source, at the same batch size;
+- end-to-end latency per record on one stream: back-to-back micro-batches against Real-time Mode
+  (`trigger(realTime="5 seconds")`), Kafka to Kafka, one after the other in the same session;
 - a notebook: checking it with hidden tests against running it;
 - the compose lab on podman (tests/docker/measure.py): image size, cold against warm build, up to healthy, and
   module 4's Run All in the container against natively.
@@ -216,6 +218,19 @@ def _notebook_seconds(path: str) -> float:
         return time.monotonic() - started
 
 
+def _latency(spark) -> float | None:
+    """Print the median and p99 latency of both triggers and their ratio; return the ratio."""
+    from streamlab.observe import latency
+
+    result = latency.compare(spark, seconds=10)
+    for run in result.runs:
+        print(f"end-to-end latency, {run.label}: median {run.median():,.0f} ms, p99 {run.percentile(99):,.0f} ms "
+              f"({len(run.points)} records)")
+    ratio = result.ratio()
+    print(f"  micro-batch / Real-time Mode median latency: {ratio:.1f}" if ratio else "  no latency measured")
+    return ratio
+
+
 def main() -> int:
     """Measure and print the benchmark ratios."""
     import streamlab
@@ -267,6 +282,7 @@ def main() -> int:
         print(f"cap change 2,000 -> 300 on a running demo (trigger {trigger:g} s): the first batch within the new cap "
               f"was planned {honoured:.1f} s later")
         print(f"  cap change to honoured, in trigger intervals: {honoured / trigger:.2f} (goal: at most 1.5)")
+    _latency(spark)
     streamlab.cleanup(spark)
     spark.stop()
     broker_pid = data_dir(broker_port(), "kafka") / "broker.pid"

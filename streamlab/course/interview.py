@@ -49,8 +49,9 @@ FIXED = [
      "without it Spark cannot find the data source `kafka`."),
     ("setup-bootstrap", "setup", "Which option does every Kafka source and sink need?",
      ["kafka.bootstrap.servers", "kafka.group.id", "startingOffsets", "subscribe"], "a",
-     "Without `kafka.bootstrap.servers` the connector refuses to start: it is how it finds the cluster. A sink needs "
-     "no subscribe, and group ids are generated."),
+     "It is how they find the cluster. The source checks it at `load()` (\"Option 'kafka.bootstrap.servers' must be "
+     "specified\"); the sink does not check it: without it the write fails later, when a task creates its Kafka "
+     "producer. A sink needs no subscribe, and group ids are generated."),
     ("setup-bytes", "setup", "What type are the `key` and `value` columns of a Kafka stream?",
      ["string", "whatever kafka.value.deserializer says", "a struct parsed from JSON", "binary"], "d",
      "Always binary: the connector rejects Kafka deserializer options. Cast (`CAST(value AS STRING)`) or parse "
@@ -73,7 +74,8 @@ FIXED = [
     ("source-group", "source", "Which consumer group does a Spark Kafka query use?",
      ["one you must set with kafka.group.id", "one generated per query: spark-kafka-source-<uuid>-<hash>",
       "the application name", "the group `spark`"], "b",
-     "Each query makes up its own group id (prefix from groupIdPrefix); executors add `-executor`. They assign() "
+     "Each query makes up its own group id (prefix from groupIdPrefix; the hash is of the source's checkpoint "
+     "folder, <checkpoint>/sources/<i>); executors add `-executor`. They assign() "
      "partitions and never commit, so the group holds nothing on the broker."),
     ("source-new-partitions", "source", "Partitions are added to a subscribed topic while the query runs. Then:",
      ["they are ignored until a restart", "the query fails", "they are read from latest",
@@ -196,22 +198,29 @@ FIXED = [
       "estimator and a 100 records/s minRate floor"], "d",
      "It never slowed producers; it only changed how fast Spark read."),
     ("bp-symptoms", "backpressure", "Which set of signs shows a query under backpressure?",
-     ["lag growing, batch durations beyond the trigger interval, late triggers, memory pressure",
+     ["lag growing, batch durations beyond the trigger interval, late triggers, memory pressure where a batch "
+      "is buffered",
       "idle executors and zero lag", "a shrinking checkpoint", "more consumer groups"], "a",
      "All follow from input arriving faster than batches finish."),
     ("bp-executors", "backpressure", "Do more executors always fix a lagging Kafka query?",
-     ["yes", "no: a batch has one task per partition with data (unless minPartitions splits them), and the "
-      "bottleneck may be the sink or a skewed partition", "only with the once trigger", "only on Kafka 4"], "b",
-     "Cores beyond the number of tasks sit idle; find the bottleneck first."),
+     ["yes", "no: a batch's read stage has one task per partition with data (unless minPartitions splits them), "
+      "and the bottleneck may be the sink or a skewed partition", "only with the once trigger", "only on Kafka 4"],
+     "b",
+     "Cores beyond the read stage's tasks sit idle while it reads; stages after a shuffle run "
+     "spark.sql.shuffle.partitions tasks (AQE, on for stateless streams since 4.1, may coalesce them). Find the "
+     "bottleneck first."),
     ("bp-burst", "backpressure", "A burst of a million records hits an uncapped query. What happens?",
-     ["Spark drops records", "batches stay small", "the next batch takes the whole burst: one huge, slow batch that "
-      "holds it in memory", "the query pauses"], "c",
-     "Without a cap a batch reads everything up to latest. A cap turns the burst into lag that builds and drains."),
+     ["Spark drops records", "batches stay small", "the next batch takes the whole burst: one huge, slow batch, "
+      "which holds it in memory only if something buffers it", "the query pauses"], "c",
+     "Without a cap a batch reads everything up to latest. Its tasks stream their records, so a map-only batch "
+     "needs little memory; a shuffle, state or a collect/toPandas in foreachBatch holds the burst. A cap turns "
+     "the burst into lag that builds and drains."),
     ("bp-once", "backpressure", "`trigger(once=True)` with maxOffsetsPerTrigger=1000 on a backlog of 50,000:",
      ["one batch of 50,000: once ignores the cap", "50 batches of 1,000", "one batch of 1,000",
       "it fails"], "a",
      "once (deprecated since 3.4) runs one uncapped batch; availableNow runs capped batches until the backlog at "
-     "its start is done."),
+     "its start is done, with a stronger processing guarantee and better watermark handling (the three reasons "
+     "of once's deprecation note)."),
     ("rate-three", "rate", "Which three source options limit how much a trigger reads?",
      ["maxRatePerPartition, minRate, initialRate", "maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay",
       "minPartitions, maxRecordsPerPartition, failOnDataLoss", "fetchOffset.numRetries, pollTimeoutMs, "
@@ -222,7 +231,8 @@ FIXED = [
      ["they are the same thing", "backpressure is the situation (input faster than processing); rate limiting "
       "(a cap) is the lever that keeps batches bounded while it lasts", "rate limiting speeds a query up",
       "backpressure is a Kafka setting"], "b",
-     "A cap bounds batch size and memory; only more throughput removes steady backpressure."),
+     "A cap bounds batch size (and memory, where the batch is buffered); only more throughput removes steady "
+     "backpressure."),
     ("rate-min-max", "rate", "minOffsetsPerTrigger=5000 with maxOffsetsPerTrigger=1000:",
      ["refused: the minimum is higher than the maximum", "reads 5,000", "reads 1,000", "alternates"], "a",
      "The connector checks it when the stream is loaded."),
@@ -240,7 +250,31 @@ FIXED = [
     ("rate-continuous", "rate", "What is true of the continuous trigger?",
      ["it is the default", "it supports maxOffsetsPerTrigger", "low latency with long-running tasks, but it does "
       "not support the rate limits (and supports only map-like operations)", "it is exactly-once"], "c",
-     "Experimental; millisecond latency, at-least-once, no cap."),
+     "Experimental since 2.3 and legacy: millisecond latency, at-least-once, no cap. Spark's guide points to "
+     "Real-time Mode (4.1, `trigger(realTime=...)`) instead."),
+    ("rate-realtime-duration", "rate", "What does the duration in `trigger(realTime=\"5 minutes\")` set?",
+     ["how late a record may come out", "how often the query checkpoints its offsets: records come out within "
+      "milliseconds all the same", "the largest batch, in records", "how long the query runs"], "b",
+     "Real-time Mode runs one long-running task per partition for the whole batch and writes each record as it is "
+     "read; the duration (5 s at least) is when the batch ends and its offsets are written. Module 5 measured "
+     "milliseconds against a few hundred for back-to-back micro-batches."),
+    ("rate-realtime-refused", "rate", "Which query can Spark 4.2 run in Real-time Mode?",
+     ["Kafka to Kafka with a filter and a projection, output mode update", "a groupBy().count() in update mode",
+      "a Kafka source into foreachBatch", "a Kafka source with maxOffsetsPerTrigger"], "a",
+     "Stateless Kafka queries in update mode only: an aggregation's operators are not on its allowlist in 4.2, "
+     "foreachBatch's sink is not either, and the source refuses its rate options (there is no batch to cap)."),
+    ("rate-realtime-slots", "rate", "A Real-time Mode query reads a 3-partition topic on `local[2]`. What happens?",
+     ["Spark refuses to start it", "it runs three tasks on two cores by turns, a little slower",
+      "the third partition's task starts only when the batch ends, and reads nothing: no error, and its records "
+      "never come out", "it merges two partitions into one task"], "c",
+     "Each task reads until the batch's end time, so it needs a task slot for every partition at once; a task that "
+     "starts at that end time reads nothing."),
+    ("rate-realtime-sink", "rate", "Is a Kafka-to-Kafka query in Real-time Mode exactly-once into Kafka?",
+     ["yes: offsets are written at the end of each batch", "yes, with kafka.transactional.id",
+      "no, at-least-once as with micro-batches: a batch's offsets are written when it ends, so what it wrote "
+      "before a failure is written again after the restart", "no: it may drop records"], "c",
+     "Processing is exactly-once, delivery depends on the sink: Spark's Kafka sink has no transactions in either "
+     "mode. Deduplicate downstream on a key where it matters."),
     ("rate-processing-time", "rate", "When do you choose processingTime('10 seconds')?",
      ["to bound latency and batch rhythm: one batch every 10 s (or later if a batch overruns)",
       "to stop after 10 s", "to read 10 s of data", "to commit every 10 s to Kafka"], "a",
@@ -303,10 +337,12 @@ FIXED = [
       "only in batch mode"], "b",
      "The producer even refuses to send before transactions are initialised."),
     ("sink-order", "sinks", "How do you keep per-key order through a Kafka sink?",
-     ["write a key column: the default partitioner sends one key to one partition; do not add partitions later",
+     ["a key column (one key, one partition, no partitions added later), each key's rows in one task in order "
+      "(repartition by key, sortWithinPartitions), and consumers that skip a replayed batch's repeats",
       "set partition to 0", "use the once trigger", "sort the DataFrame"], "a",
-     "Order exists only within a partition; adding partitions remaps keys and breaks order across the change. "
-     "Inside Spark a key's records keep their order only while they stay in one task (a shuffle does not keep it)."),
+     "Order exists only within a partition, and adding partitions remaps keys. A key column alone is not enough: "
+     "the sink does not route rows to tasks by key, an executor's tasks share one cached producer, and a replayed "
+     "batch writes its records again."),
     ("sink-file", "sinks", "Which built-in Spark sink is exactly-once by itself?",
      ["the Kafka sink", "the console sink", "the file sink: its _spark_metadata log records committed batches",
       "foreach"], "c",
