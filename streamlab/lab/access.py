@@ -1,0 +1,119 @@
+"""A learner's access to a shared cluster: a name prefix and SCRAM credentials, applied without the notebook knowing.
+
+In a workshop (streamlab.workshop) many learners share one Kafka cluster. Kafka keeps them apart with a SCRAM user
+each and ACLs on the names that start with `<learner>-`; the notebooks, though, write only
+`.option("kafka.bootstrap.servers", bootstrap)`, as they do on a laptop. Two environment variables, set by the
+workshop's spawner, close that gap:
+
+- `STREAMLAB_TOPIC_PREFIX` (`ada-`): every topic `new_topic()` makes starts with it, and Spark's Kafka source gets
+  `groupIdPrefix=<prefix>spark-kafka-source`, so the consumer groups it makes are the learner's too;
+- `STREAMLAB_KAFKA_OPTIONS`: a file of Spark `kafka.*` options (Java properties syntax), e.g.
+  `kafka.security.protocol=SASL_PLAINTEXT`, `kafka.sasl.mechanism=SCRAM-SHA-512`, `kafka.sasl.jaas.config=…`.
+  Every `format("kafka")` reader and writer starts with them (an option the notebook sets wins), and every
+  kafka-python client streamlab makes (admin, producer, consumer) gets the same credentials.
+
+Without the variables nothing here changes anything.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from streamlab.errors import LabError
+
+_SPARK_PATCHED = False
+_CLIENTS_PATCHED: set[str] = set()
+
+
+def topic_prefix() -> str:
+    """The prefix of every name this learner may use on a shared cluster ('' outside a workshop)."""
+    return os.environ.get("STREAMLAB_TOPIC_PREFIX", "")
+
+
+def kafka_options() -> dict[str, str]:
+    """The Spark `kafka.*` options of $STREAMLAB_KAFKA_OPTIONS ({} when unset), or a LabError naming the file."""
+    path = os.environ.get("STREAMLAB_KAFKA_OPTIONS")
+    if not path:
+        return {}
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise LabError(f"STREAMLAB_KAFKA_OPTIONS={path} cannot be read ({exc.strerror}): ask the instructor to "
+                       "provision your account again (python -m streamlab.workshop add NAME).") from None
+    options = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip().startswith("kafka."):
+            raise LabError(f"{path}: {line[:60]!r} is not a kafka.<option>=<value> line")
+        options[key.strip()] = value.strip()
+    return options
+
+
+def uses_sasl() -> bool:
+    """Whether the lab's Kafka clients authenticate with SASL (a workshop's shared cluster)."""
+    return kafka_options().get("kafka.security.protocol", "").upper().startswith("SASL")
+
+
+def python_client_config() -> dict:
+    """The same credentials as kafka-python keyword arguments ({} outside a workshop)."""
+    options = kafka_options()
+    if not options:
+        return {}
+    config = {}
+    if "kafka.security.protocol" in options:
+        config["security_protocol"] = options["kafka.security.protocol"]
+    if "kafka.sasl.mechanism" in options:
+        config["sasl_mechanism"] = options["kafka.sasl.mechanism"]
+    jaas = options.get("kafka.sasl.jaas.config", "")
+    user = re.search(r'username="([^"]*)"', jaas)
+    password = re.search(r'password="([^"]*)"', jaas)
+    if user and password:
+        config["sasl_plain_username"], config["sasl_plain_password"] = user[1], password[1]
+    return config
+
+
+def install_clients() -> None:
+    """Give every kafka-python client made from now on the workshop's credentials (nothing outside a workshop)."""
+    config = python_client_config()
+    if not config:
+        return
+    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+
+    for cls in (KafkaAdminClient, KafkaConsumer, KafkaProducer):
+        # kafka-python copies DEFAULT_CONFIG into each new client, then applies the caller's arguments.
+        cls.DEFAULT_CONFIG = {**cls.DEFAULT_CONFIG, **{k: v for k, v in config.items() if k in cls.DEFAULT_CONFIG}}
+        _CLIENTS_PATCHED.add(cls.__name__)
+
+
+def install_spark() -> None:
+    """Make every format("kafka") reader and writer start with the workshop's options (nothing outside one)."""
+    global _SPARK_PATCHED
+    options = kafka_options()
+    prefix = topic_prefix()
+    if _SPARK_PATCHED or not (options or prefix):
+        return
+    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
+    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+
+    for cls in (DataFrameReader, DataFrameWriter, DataStreamReader, DataStreamWriter):
+        reader = cls in (DataFrameReader, DataStreamReader)
+        cls.format = _with_defaults(cls.format, options, prefix if reader else "")
+    _SPARK_PATCHED = True
+
+
+def _with_defaults(original, options: dict, prefix: str):
+    def format(self, source):
+        result = original(self, source)
+        if str(source).lower() == "kafka":
+            for key, value in options.items():
+                result = result.option(key, value)
+            if prefix:
+                result = result.option("groupIdPrefix", f"{prefix}spark-kafka-source")
+        return result
+
+    format.__doc__ = original.__doc__
+    return format
