@@ -53,6 +53,7 @@ class FailoverDemo:
         self.killed_nodes: list[int] = []
         self.query = None
         self._stop = threading.Event()
+        self._restarting = threading.Lock()
         self._armed_work = 0.0
         self._started = 0.0
         self._box = None
@@ -194,13 +195,14 @@ class FailoverDemo:
 
     def restart_nodes(self) -> None:
         """Start every broker this demo killed again (with its data)."""
-        for node in list(self.killed_nodes):
-            try:
-                cluster.start_node(node)
-                self.killed_nodes.remove(node)
-                self._event(f"broker {node} started again; it rejoins the ISR")
-            except LabError as exc:
-                self._event(first_line(exc))
+        with self._restarting:
+            for node in list(self.killed_nodes):
+                try:
+                    cluster.start_node(node)
+                    self.killed_nodes.remove(node)
+                    self._event(f"broker {node} started again; it rejoins the ISR")
+                except LabError as exc:
+                    self._event(first_line(exc))
 
     def _event(self, line: str) -> None:
         self.events.append(f"{time.monotonic() - self._started:5.1f} s  {line}")

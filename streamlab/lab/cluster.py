@@ -633,3 +633,19 @@ def node_of_port(address: str) -> int:
     """'127.0.0.1:9293' -> 2."""
     port = int(re.sub(r".*:", "", address))
     return ports().brokers.index(port) + 1
+
+
+def check_login(user: str = ADMIN_USER, password: str | None = None) -> None:
+    """Connect as `user` and list the topics; a refused SCRAM login is a LabError of one line naming the fix."""
+    try:
+        client = _admin(password if password is not None else _scram_password(), timeout_ms=8000, user=user)
+    except Exception as exc:
+        text = f"{type(exc).__name__}: {exc}"
+        if "uthenticat" in text:
+            raise LabError(f"SCRAM authentication failed for user {user!r} at {bootstrap()}: check the password "
+                           "(sasl.jaas.config in your options file).") from None
+        raise LabError(f"Could not connect to {bootstrap()} as {user!r}: {text.splitlines()[0][:200]}") from None
+    try:
+        client.list_topics()
+    finally:
+        client.close()

@@ -89,3 +89,27 @@ def read_map(spark, batch_df, work_s: float = 0.0) -> list[dict]:
                          "locality": task.taskLocality(), "status": task.status(),
                          "ms": int(duration.get()) if duration.isDefined() else None})
     return sorted(rows, key=lambda r: (r["partition"] if r["partition"] is not None else -1, r["attempt"]))
+
+
+def localities(spark, bootstrap: str, topic: str, options: dict | None = None) -> dict[str, int]:
+    """Read `topic` from its start in one capped-free availableNow run with `options`; count its read tasks by
+    the locality the scheduler gave them (PROCESS_LOCAL: on the executor the range preferred)."""
+    import tempfile
+
+    seen: dict[str, int] = {}
+
+    def batch(batch_df, _batch_id):
+        for task in read_map(spark, batch_df):
+            if task["status"] == "SUCCESS":
+                seen[task["locality"]] = seen.get(task["locality"], 0) + 1
+
+    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+              .option("subscribe", topic).option("startingOffsets", "earliest"))
+    for key, value in (options or {}).items():
+        reader = reader.option(key, value)
+    with tempfile.TemporaryDirectory(prefix="streamlab-localities-") as checkpoint:
+        query = (reader.load().writeStream.foreachBatch(batch).option("checkpointLocation", checkpoint)
+                 .trigger(availableNow=True).start())
+        query.awaitTermination(120)
+        query.stop()
+    return dict(sorted(seen.items()))

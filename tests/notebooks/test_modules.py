@@ -115,6 +115,9 @@ def runs(request, tmp_path_factory, bootstrap):
                             ("untouched", student_versions / aid / f"{aid}.ipynb")):
             (subs / student / aid).mkdir(parents=True)
             shutil.copyfile(nb, subs / student / aid / f"{aid}.ipynb")
+    from streamlab.lab import cluster
+
+    cluster_before = cluster.folder().exists()  # module 9's lab run starts the cluster: stopped below if so
     with ThreadPoolExecutor(LAB_RUNS) as pool:
         labs = {}
         for aid in ids:
@@ -123,6 +126,8 @@ def runs(request, tmp_path_factory, bootstrap):
             labs[aid] = pool.submit(_lab_run, copy / f"{aid}.ipynb", tmp / "lab-tmp" / aid)
         graded = grade_cohort(subs, tmp / "out", workers=GRADERS, source=SOURCE, quiet=True)
         lab = {aid: future.result(timeout=1800) for aid, future in labs.items()}
+    if not cluster_before and cluster.folder().exists():
+        cluster.stop()
     results = {aid: {r.student: r for r in graded if r.assignment == aid} for aid in ids}
     return {aid: (results[aid], lab[aid]) for aid in ids}, sorted(_temporary_folders() - before)
 

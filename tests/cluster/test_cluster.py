@@ -1,0 +1,126 @@
+"""The lab's cluster (streamlab.lab.cluster): brokers and executors killed under a running query with the copies
+counted, start / stop / restart after kill -9, SCRAM refusing a wrong password, and modules 00 and 01 on it.
+
+Ports: $STREAMLAB_CLUSTER_PORT (9292..9297), $STREAMLAB_SPARK_PORT (7077, 7078-7079) and $STREAMLAB_SPARK_UI_PORT
+(8080-8082). The kill runs happen in a child process: a SparkContext is one per process, and the suite's is local.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from streamlab.errors import LabError
+from streamlab.lab import cluster
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+
+def _ours() -> list[int]:
+    """Processes whose command line names the cluster's folder."""
+    return cluster._orphans()
+
+
+@pytest.fixture(scope="module")
+def running_cluster():
+    """The cluster, started for these tests and stopped (folder deleted) after them."""
+    started_here = not cluster.folder().exists()
+    cluster.start()
+    yield cluster.bootstrap()
+    if started_here:
+        cluster.stop()
+
+
+def _kills(kind: str, n: int, every: float) -> dict:
+    env = dict(os.environ, STREAMLAB_CLUSTER="1")
+    env.pop("KAFKA_BOOTSTRAP", None)
+    done = subprocess.run([sys.executable, str(HERE / "kills.py"), kind, str(n), str(every)], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=900)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert lines, f"the kill run printed no result: {done.stderr[-3000:]}"
+    result = json.loads(lines[-1][len("RESULT "):])
+    print(f"{kind} kills: {result['kills']}, acknowledged {result['acked']}, batches {result['batches']}, "
+          f"retried tasks {result['retried tasks']}, sqlite {result['sqlite']}, transactions {result['transactions']}")
+    return result
+
+
+def test_ten_broker_kills_lose_and_duplicate_nothing(running_cluster):
+    result = _kills("leader", 10, 9.0)
+    assert result["kills"] >= 10, result["events"]
+    assert result["error"] is None, result["error"]
+    for sink in ("sqlite", "transactions"):
+        assert result[sink]["duplicates"] == 0 and result[sink]["lost"] == 0, (sink, result[sink])
+        assert result[sink]["once"] == result["acked"] > 0
+
+
+def test_ten_executor_kills_retry_tasks_and_lose_nothing(running_cluster):
+    result = _kills("executor", 10, 9.0)
+    assert result["kills"] >= 10, result["events"]
+    assert result["retried tasks"] >= 1, "no task ran again after its executor was killed"
+    assert result["error"] is None, result["error"]
+    for sink in ("sqlite", "transactions"):
+        assert result[sink]["duplicates"] == 0 and result[sink]["lost"] == 0, (sink, result[sink])
+
+
+@pytest.mark.parametrize("module", ["00-setup", "01-source-internals"])
+def test_modules_run_on_the_cluster(running_cluster, module):
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(ROOT / "solutions" / module / f"{module}.ipynb", as_version=4)
+    nb.cells = [c for c in nb.cells if "check_button" not in c.source]  # grading is not what runs here
+    env_before = dict(os.environ)
+    os.environ.update(STREAMLAB_CLUSTER="1", STREAMLAB_GRADING="1")  # demos as brief as under the grader
+    os.environ.pop("KAFKA_BOOTSTRAP", None)
+    try:
+        NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
+    finally:
+        os.environ.clear()
+        os.environ.update(env_before)
+    setup_out = "".join(o.get("text", "") for o in nb.cells[[i for i, c in enumerate(nb.cells)
+                                                             if "streamlab.setup(" in c.source][0]].outputs)
+    assert cluster.master_url() in setup_out and cluster.bootstrap() in setup_out, setup_out
+
+
+def test_start_stop_and_restart_after_kill_9(running_cluster):
+    from streamlab.lab.topics import create_topic, list_topics
+
+    create_topic("kept-after-kill", 2, running_cluster)
+    cluster.kill_node(2)
+    cluster.kill_worker(1)
+    assert cluster.node_pid(2) is None and cluster.worker_pid(1) is None
+    assert "broker 2  " in cluster.status() and "down" in cluster.status()
+    assert cluster.start() == running_cluster  # restarts only what is missing, with its data
+    assert cluster.node_pid(2) and cluster.worker_pid(1) and cluster.alive_workers() == 2
+    assert "kept-after-kill" in list_topics(running_cluster)
+    cluster.kill_node(3)  # a broker killed just before stop: stop still leaves nothing behind
+    print(cluster.stop())
+    assert not cluster.folder().exists() and not _ours()
+    cluster.start()  # a cold start afterwards: formatted afresh
+    assert cluster.running() and "kept-after-kill" not in list_topics(running_cluster)
+
+
+def test_scram_refuses_a_wrong_password_in_one_line(running_cluster):
+    cluster.stop()
+    try:
+        cluster.start(scram=True, admin_password="s3cret-admin", spark=False)
+        cluster.check_login("admin", "s3cret-admin")  # the right password lists the topics
+        with pytest.raises(LabError) as refused:
+            cluster.check_login("admin", "wrong")
+        line = str(refused.value)
+        print(line)
+        assert "\n" not in line and "authentication failed" in line.lower() and "password" in line
+        with pytest.raises(LabError):
+            cluster.check_login("mallory", "s3cret-admin")  # a user the cluster does not know
+        options = cluster.client_options()
+        assert options["kafka.security.protocol"] == "SASL_PLAINTEXT" and "ScramLoginModule" in options[
+            "kafka.sasl.jaas.config"]
+    finally:
+        print(cluster.stop())
+    assert not _ours()
+    cluster.start()  # the module fixture's cluster, for its teardown
