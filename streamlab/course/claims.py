@@ -138,6 +138,39 @@ def with_settings(spark, settings: dict):
     return scope()
 
 
+def spark_conf(spark):
+    """The running SparkContext's own SparkConf (the JVM object, not a copy): where a DStreams job reads its settings."""
+    return spark.sparkContext._jsc.sc().conf()
+
+
+def with_spark_conf(spark, settings: dict):
+    """A context manager that puts settings on the running SparkContext's SparkConf, then restores it.
+
+    `spark.conf.set` reaches only the SQL session's settings; a DStreams job reads `spark.streaming.*` from the
+    SparkContext's SparkConf (a StreamingContext made now would see these), so a proof that such settings do not
+    affect Structured Streaming has to set them there. The session settings get them too, for good measure.
+    """
+    from contextlib import contextmanager
+
+    @contextmanager
+    def scope():
+        conf = spark_conf(spark)
+        old = {k: conf.get(k) if conf.contains(k) else None for k in settings}
+        for key, value in settings.items():
+            conf.set(key, str(value))
+        try:
+            with with_settings(spark, settings):
+                yield
+        finally:
+            for key, value in old.items():
+                if value is None:
+                    conf.remove(key)
+                else:
+                    conf.set(key, value)
+
+    return scope()
+
+
 def spare_topic_name() -> str:
     """A topic name nobody uses (for a `topic` column the `topic` option should override)."""
     return f"nowhere-{uuid.uuid4().hex[:8]}"

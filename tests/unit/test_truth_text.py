@@ -1,0 +1,185 @@
+"""Issue 15's review of modules 4–8, the claims that are text: each test pins the corrected sentence (in the solution
+notebook a learner reads, the quiz explanation hidden in a grading cell, or the interview pool) and the wrong one's
+absence. Each cites the line of Spark 4.2.0's released source (/tmp/spark-src) or PySpark 4.2.0 that decides it;
+the claims a cell can show live are proven again in tests/integration/test_truth_live.py."""
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+from streamlab.course import interview
+from streamlab.offline.planner import rate_limit
+
+SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
+
+
+def cells(module: str) -> dict:
+    """{cell id: source} of a solution notebook, e.g. cells("04")."""
+    path = next(SOLUTIONS.glob(f"{module}-*/{module}-*.ipynb"))
+    return {c["id"]: "".join(c["source"]) for c in json.loads(path.read_text())["cells"]}
+
+
+def text(module: str) -> str:
+    return "\n".join(cells(module).values())
+
+
+def asked(qid: str) -> str:
+    """An interview question's options and explanation, as one text."""
+    entry = next(q for q in interview.FIXED if q[0] == qid)
+    return " ".join(entry[3]) + " " + entry[5]
+
+
+def test_memory_myth_a_batch_holds_its_backlog_only_where_something_buffers_it():
+    # Tasks stream records: KafkaBatchPartitionReader.next() fetches one record at a time from its range
+    # (spark-sql-kafka-0-10_2.13/.../KafkaBatchPartitionReader.scala:92-105); collectToPython gathers every row of
+    # the plan on the driver first (spark-sql_2.13/.../classic/Dataset.scala:2138-2146, plan.executeCollect()).
+    c04, c05 = cells("04"), cells("05")
+    assert "holds the whole backlog at once" not in c04["c31e25d6"]
+    assert "where something buffers the batch" in c04["c31e25d6"]
+    assert "all of it in memory at once" not in c04["2417c1f9"]
+    assert "memory.batch_memory" in c04["m4-memory-code"]  # the live proof (tests/integration/test_truth_live.py)
+    assert "a batch holds the whole burst in memory" not in c05["f674b103"]
+    assert "if the sink\n  buffers them" in c05["bed8e755"]
+    c08 = cells("08")
+    assert "only if something buffers it" in c08["b8041a27"] and "tasks stream their records" in c08["792c0925"]
+    assert "map-only batch needs little memory" in asked("bp-burst")
+    assert "holds it in memory only if something buffers it" in asked("bp-burst")
+
+
+def test_structured_streaming_reports_its_rates_but_never_feeds_them_back():
+    # How much a batch reads comes from the source's read limit, built from its options only
+    # (KafkaMicroBatchStream.scala:114-123, getDefaultReadLimit from maxOffsetsPerTrigger/minOffsetsPerTrigger).
+    intro = cells("04")["c31e25d6"]
+    assert "*reports* its rates in every progress event" in intro
+    assert "never feeds them back into how much it reads" in intro
+
+
+def test_a_batch_goes_over_the_cap_once_two_shares_below_one_are_rounded_up():
+    # KafkaMicroBatchStream.scala:420-422: prorate = limit * (size / total); below 1 -> ceil, else floor.
+    # The real shares add up to the cap, so one share rounded up is paid back by the floors; two or more can not be.
+    ends = rate_limit(10, {("t", 0): 0, ("t", 1): 0, ("t", 2): 0}, {("t", 0): 1, ("t", 1): 1, ("t", 2): 1000})
+    assert sum(ends.values()) == 11  # a few small backlogs beside a large one, not many tiny partitions
+    for large in (10, 99, 1000, 12345):
+        one_small = rate_limit(10, {("t", 0): 0, ("t", 1): 0}, {("t", 0): 1, ("t", 1): large})
+        assert sum(one_small.values()) <= 10
+    assert "only many tiny partitions" not in cells("04")["68b693ac"]
+    assert "a few small backlogs beside large ones" in cells("04")["68b693ac"]
+    assert "1, 1 and 1,000 with a cap of 10 read 11" in cells("08")["7a5f98d6"]
+
+
+def test_one_task_per_kafka_partition_is_the_read_stage_only():
+    # Stages after a shuffle run spark.sql.shuffle.partitions tasks; AQE for stateless streams is on by default since
+    # 4.1 (spark-catalyst_2.13/.../internal/SQLConf.scala:1057-1064, spark.sql.adaptive.streaming.stateless.enabled).
+    c04 = cells("04")
+    assert "read stage" in c04["e66add27"] and "spark.sql.shuffle.partitions" in c04["d4dedf4f"]
+    assert "AQE" in c04["d4dedf4f"]
+    assert "One Kafka partition is one task per batch" not in c04["d4dedf4f"]
+    assert "spark.sql.shuffle.partitions" in asked("bp-executors")
+
+
+def test_a_bigger_cap_amortises_the_per_batch_overhead_in_04_and_05_alike():
+    # A batch pays fixed work (latestOffset, walCommit, queryPlanning, commitOffsets in MicroBatchExecution) once,
+    # whatever its size: the cap decides how many records share it.
+    assert "Raising the cap would not help there" not in cells("04")["bbcd8ca4"]
+    assert "spreads Spark's fixed\noverhead per batch over more records" in cells("04")["bbcd8ca4"]
+    assert "spreads Spark's fixed overhead per batch over more records" in cells("05")["62d65843"]
+
+
+def test_a_cap_change_restart_re_runs_a_cancelled_batch():
+    # On restart a batch with offsets/N and no commits/N is run again with its planned offsets
+    # (spark-sql_2.13/.../runtime/MicroBatchExecution.scala:802-812); stop() interrupts the running batch.
+    text05 = cells("05")["52ce66e1"]
+    assert "no record is lost or read twice" not in text05
+    assert "the restart re-runs it" in text05 and "waits for the running batch" in text05
+
+
+def test_once_was_deprecated_for_three_reasons():
+    # spark-sql-api_2.13/org/apache/spark/sql/streaming/Trigger.java:97-102: "better guarantee of processing,
+    # fine-grained scale of batches, and better gradual processing of watermark advancement including no-data batch".
+    for module, cid in (("04", "97a13701"), ("05", "b56663ad"), ("05", "32104526"), ("08", "9f28e513")):
+        said = cells(module)[cid]
+        assert "processing guarantee" in said and "watermark" in said, (module, cid)
+    assert "That is why `once` was\ndeprecated in its favour." not in cells("04")["97a13701"]
+
+
+def test_an_executor_caches_one_producer_per_configuration_shared_by_its_tasks():
+    # InternalKafkaProducerPool.scala:76-90: cache.getOrElseUpdate(paramsSeq, ...) keyed by the producer
+    # configuration; every task acquiring the same parameters gets the same CachedKafkaProducer.
+    text07 = text("07")
+    assert "each on its own (cached) producer" not in text07
+    assert "one per producer configuration, shared by its concurrent tasks" in text07
+
+
+def test_a_failed_file_sink_job_deletes_its_finished_tasks_files_best_effort():
+    # FileFormatWriter.scala:207-210 calls committer.abortJob on failure; ManifestFileCommitProtocol.scala:85-105
+    # deletes every pendingCommitFiles entry (the files of tasks that committed), "best effort".
+    text07 = text("07")
+    assert "a task that finished before another task of its batch\n  failed keeps its file" not in text07
+    assert "deletes, best effort, the files of the tasks that had finished" in text07
+    assert "escaped the abort's best-effort cleanup" in text07
+
+
+def test_sink_records_carry_the_producers_time_unless_the_topic_uses_log_append_time():
+    # KafkaWriteTask.scala:104 builds ProducerRecord(topic, partition, key, value): no timestamp, so the producer
+    # stamps its own; a LogAppendTime topic has the broker overwrite it.
+    assert "unless the topic sets\n`message.timestamp.type=LogAppendTime`" in text("07")
+
+
+def test_pyspark_issues_no_python_warning_for_once():
+    # pyspark/sql/streaming/readwriter.py:1442-1452 (PySpark 4.2.0): trigger(once=True) only calls Trigger.Once().
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    assert "warn" not in inspect.getsource(DataStreamWriter.trigger)
+    once_cell = cells("08")["2eae3ac1"]
+    assert 'simplefilter("ignore")' not in once_cell and "no Python warning for once" in once_cell
+
+
+def test_the_dstreams_proof_sets_the_spark_conf_a_dstreams_job_reads():
+    # No spark.streaming.backpressure/kafka/receiver key is read anywhere in sql, sql-kafka, catalyst or core
+    # (grep over /tmp/spark-src: no hit); DStreams' DefaultPerPartitionConfig reads
+    # spark.streaming.kafka.maxRatePerPartition from the SparkContext's SparkConf (spark-streaming-kafka-0-10,
+    # PerPartitionConfig.scala), which spark.conf.set never reaches.
+    assert "claims.with_spark_conf(spark, claims.DSTREAM_SETTINGS)" in cells("08")["93abddac"]
+    assert "on the running SparkContext's own `SparkConf`" in cells("08")["49ba5f3f"]
+
+
+def test_a_key_column_alone_does_not_keep_per_key_order():
+    # KafkaWriter.scala:72-73: each RDD partition, as it comes, becomes one KafkaWriteTask (no repartition by key);
+    # the tasks share the executor's cached producer (InternalKafkaProducerPool.scala:76-90).
+    c08 = cells("08")
+    assert "**per-key order** — as long as the partition count does not change" not in c08["65b7b335"]
+    assert "not per-key order by itself" in c08["65b7b335"]
+    assert "sortWithinPartitions" in c08["4305947e"] and "replayed batch writes its records again" in c08["038b56ec"]
+    assert "does not route rows to tasks by key" in c08["038b56ec"]
+    assert "replayed batch writes its records again" in asked("sink-order")
+
+
+def test_only_the_source_checks_bootstrap_servers_at_load():
+    # KafkaSourceProvider.scala:334-338 (validateGeneralOptions, reached from the source's validateStreamOptions /
+    # validateBatchOptions only); createSink (160-169) and the batch createRelation (171-189) do not check it.
+    why = asked("setup-bootstrap")
+    assert "refuses to start" not in why
+    assert "The source checks it at `load()`" in why and "the sink does not check it" in why
+
+
+def test_max_records_per_partition_drops_every_preferred_location():
+    # KafkaOffsetRangeCalculator.scala:53-61: preferred locations only when minPartitions is satisfied AND
+    # maxRecordsPerPartition is empty.
+    assert "whenever `maxRecordsPerPartition` is set, split or not, no range of the batch gets a preferred executor" \
+        in cells("05")["ff64b9d8"]
+
+
+def test_changing_a_subscription_says_generally_not_allowed_and_names_sources():
+    # Named sources: pyspark/sql/streaming/readwriter.py:249-275 (DataStreamReader.name, 4.2.0, experimental);
+    # SQLConf.scala:3226-3233 (spark.sql.streaming.queryEvolution.enableSourceEvolution: sources "added, removed,
+    # or reordered without losing state", default false).
+    said = cells("06")["m6-059"]
+    assert '"generally not allowed"' in said and "name(" in said and "enableSourceEvolution" in said
+
+
+def test_group_id_hash_is_of_the_sources_checkpoint_folder():
+    # KafkaSourceProvider.scala:766-768: s"${groupIdPrefix}-${UUID.randomUUID}-${metadataPath.hashCode}", with
+    # metadataPath = $checkpointRoot/sources/<id> (spark-sql_2.13/.../utils/StreamingUtils.scala:51-68).
+    assert "hash of the checkpoint path" not in cells("08")["7a5f98d6"]
+    assert "`<checkpoint>/sources/<i>`" in cells("08")["7a5f98d6"]
