@@ -10,6 +10,8 @@ What it compares, each pair on the same work in the same run:
 - end-to-end latency per record on one stream: back-to-back micro-batches against Real-time Mode
   (`trigger(realTime="5 seconds")`), Kafka to Kafka, one after the other in the same session;
 - a notebook: checking it with hidden tests against running it;
+- the lab's cluster: start to ready, its peak memory against the single lab's, a read on two executors against
+  local mode, and the time from a broker kill to the query's next batch;
 - the compose lab on podman (tests/docker/measure.py): image size, cold against warm build, up to healthy, and
   module 4's Run All in the container against natively.
 """
@@ -307,8 +309,100 @@ def main() -> int:
                 seconds = native[path] = _notebook_seconds(path)
                 print(f"{module}: Restart & Run All {seconds:.0f} s")
                 print(f"  {module} / 00-setup run time: {seconds / plain:.2f}")
+    _cluster(lab_peak, RECORDS / conn)
     _containers(native)
     return 0
+
+
+# On the cluster (a child process: its SparkContext is a spark:// one): a batch read on two executors, then the
+# time from kill -9 of partition 0's leader to the first batch that read partition 0 past where it was.
+CLUSTER_WORK = """
+import json, os, threading, time
+import streamlab
+from kafka import KafkaProducer
+from streamlab.bench import RECORDS, _read_seconds
+from streamlab.lab import cluster, topics
+from streamlab.lab.producer import produce
+s, bootstrap = streamlab.setup(cluster=True)
+topic = streamlab.new_topic("bench-cluster", 2)
+produce(topic, RECORDS, bootstrap=bootstrap, progress=False)
+read = _read_seconds(s, "kafka", topic, bootstrap)
+live = streamlab.new_topic("bench-kill", 2)
+stop = threading.Event()
+def feed():
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5)
+    i = 0
+    while not stop.is_set():
+        producer.send(live, str(i).encode(), partition=i % 2); i += 1; time.sleep(0.005)
+    producer.close(timeout=10)
+threading.Thread(target=feed, daemon=True).start()
+q = (s.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", live).load()
+     .writeStream.format("noop").trigger(processingTime="1 second").start())
+def p0(event):
+    end = event["sources"][0]["endOffset"]
+    end = json.loads(end) if isinstance(end, str) else end
+    return int(end[live]["0"])
+while len([e for e in q.recentProgress if e["numInputRows"]]) < 2:
+    time.sleep(0.2)
+seen, node = p0(q.lastProgress), cluster.leader_of(live, 0)
+killed = time.monotonic(); cluster.kill_node(node)
+after = None
+while time.monotonic() - killed < 120 and after is None:
+    for event in q.recentProgress:
+        if p0(event) > seen and event["numInputRows"]:
+            after = time.monotonic() - killed
+            break
+    time.sleep(0.1)
+cluster.start_node(node)
+stop.set(); q.stop(); streamlab.cleanup(s)
+with open(os.environ["STREAMLAB_BENCH_OUT"], "w") as out:
+    json.dump({"read_s": read, "kill_to_batch_s": after}, out)
+"""
+
+
+def _cluster(lab_peak: int, local_rate: float) -> None:
+    """The lab's cluster against the single lab: start to ready, peak memory, read rate, broker kill to next batch."""
+    import json
+    import tempfile
+
+    from streamlab.lab import cluster
+
+    if cluster.folder().exists():
+        print(f"cluster: skipped (a cluster already runs in {cluster.folder()}: stop it for a cold start)")
+        return
+    began = time.perf_counter()
+    cluster.start()
+    start_s = time.perf_counter() - began
+    print(f"cluster (3 brokers, a Spark Master and 2 Workers) start to ready: {start_s:.1f} s")
+    daemons = cluster._all_pids()
+    saved = dict(os.environ)
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        os.environ.update(STREAMLAB_CLUSTER="1", STREAMLAB_BENCH_OUT=out.name)
+        try:
+            peak = _peak_of(LAB, daemons)
+            _peak_of(CLUSTER_WORK)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+            print(cluster.stop())
+        try:
+            found = json.loads(open(out.name).read() or "{}")
+        except ValueError:
+            found = {}
+    print(f"peak memory, same small job: cluster lab (3 brokers, Master, 2 Workers and executors, driver) "
+          f"{peak / 2**20:,.0f} MiB, single lab {lab_peak / 2**20:,.0f} MiB")
+    print(f"  cluster lab / single lab memory: {peak / lab_peak:.2f}")
+    if found.get("read_s"):
+        rate = RECORDS / found["read_s"]
+        print(f"read {RECORDS:,} records: two executors {rate:,.0f} rec/s, local[2] {local_rate:,.0f} rec/s")
+        print(f"  two executors / local mode read rate: {rate / local_rate:.2f}")
+    else:
+        print("cluster read: not measured (the cluster run failed)")
+    if found.get("kill_to_batch_s") is not None:
+        print(f"  broker kill -9 (partition 0's leader) to the query's next batch reading it: "
+              f"{found['kill_to_batch_s']:.1f} s")
+    else:
+        print("  broker kill to next batch: no batch read partition 0 within 120 s")
 
 
 def _containers(native: dict[str, float]) -> None:

@@ -154,17 +154,33 @@ class FailoverDemo:
 
     # --- the failures -------------------------------------------------------------------------------------------
     def kill_executor(self, *_args) -> None:
-        """Kill an executor in the middle of the next batch (its read tasks get 3 s of work, the kill comes at 1 s)."""
+        """Kill an executor in the middle of the next batch: its read tasks get 3 s of work, and the executor running
+        one of them is killed as soon as the scheduler reports it running."""
         self._armed_work = 3.0
-        self._event("armed: the next batch's read tasks take 3 s, and one executor is killed 1 s in")
+        self._event("armed: the next batch's read tasks take 3 s; the executor running one is killed")
 
     def _kill_executor_soon(self, batch_id: int) -> None:
-        time.sleep(1.0)
-        try:
-            pid = cluster.kill_executor()
-            self._event(f"batch {batch_id}: kill -9 executor process {pid} mid-batch")
-        except LabError as exc:
-            self._event(first_line(exc))
+        sc = self.spark.sparkContext
+        store = self.spark._jsparkSession.sparkContext().statusStore()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for stage in sc.statusTracker().getActiveStageIds():
+                try:
+                    tasks = store.taskList(stage, 0, 1000)
+                    running = [tasks.apply(i).executorId() for i in range(tasks.size())
+                               if tasks.apply(i).status() == "RUNNING"]
+                except Exception:
+                    running = []
+                if running:
+                    try:
+                        pid = cluster.kill_executor(executor_id=running[0])
+                        self._event(f"batch {batch_id}: kill -9 executor {running[0]} (pid {pid}) while it runs "
+                                    "a read task")
+                    except LabError as exc:
+                        self._event(first_line(exc))
+                    return
+            time.sleep(0.1)
+        self._event(f"batch {batch_id}: no task was seen running within 60 s; nothing killed")
 
     def kill_leader(self, *_args, partition: int = 0) -> None:
         """kill -9 the broker leading `partition`; start it again `restart_after` seconds later."""

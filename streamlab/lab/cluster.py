@@ -547,10 +547,20 @@ def kill_worker(worker: int) -> int:
     return pid
 
 
-def kill_executor(worker: int | None = None) -> int:
-    """kill -9 one executor JVM (on `worker`, else the first found); its Worker then launches a new one."""
+def kill_executor(worker: int | None = None, executor_id: str | None = None) -> int:
+    """kill -9 one executor JVM (Spark's executor `executor_id`, else one on `worker`, else the first found); its
+    Worker then launches a new one. Return its pid."""
+    import psutil
+
     found = executor_pids()
     pids = found.get(worker, []) if worker else [p for ps in found.values() for p in ps]
+    if executor_id is not None:
+        def runs(pid):
+            try:
+                return f"--executor-id {executor_id} " in " ".join(psutil.Process(pid).cmdline()) + " "
+            except psutil.Error:
+                return False
+        pids = [pid for pid in pids if runs(pid)]
     if not pids:
         raise LabError("No executor is running on the cluster: start a query on a cluster session first.")
     os.kill(pids[0], signal.SIGKILL)
