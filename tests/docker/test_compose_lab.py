@@ -231,6 +231,8 @@ def test_grader_check_in_the_container(stack):
                           "--results", "/tmp/grader-solution", timeout=900)
     student = stack.exec("lab", "python", "-m", "grader", "check", "notebooks/00-setup/00-setup.ipynb",
                          "--results", "/tmp/grader-student", timeout=900)
+    assert solution.returncode == 0 and student.returncode == 0, (solution.stdout + solution.stderr)[-3000:] + (
+        student.stdout + student.stderr)[-3000:]
     got, total = _score(solution.stdout)
     assert total > 0 and got == total, solution.stdout[-3000:]
     assert _score(student.stdout) == (0, total), student.stdout[-3000:]
@@ -333,8 +335,8 @@ def test_an_unwritable_course_folder_is_refused_with_the_fix(stack):
     """The working tree owned by another uid, or mounted read-only: start-lab stops and says what to do."""
     root_owned = Path(tempfile.mkdtemp(prefix="streamlab-rootowned-"))
     try:
-        for mount in (f"{root_owned}:/home/lab/course", f"{stack.folder}:/home/lab/course:ro"):
-            done = engine.podman("run", "--rm", "-e", "JUPYTER_TOKEN=x", "-v", mount, "-w", "/home/lab/course",
+        for mount in (f"{root_owned}:/course", f"{stack.folder}:/course:ro"):
+            done = engine.podman("run", "--rm", "-e", "JUPYTER_TOKEN=x", "-v", mount, "-w", "/course",
                                  LAB_IMAGE, check=False, timeout=120)
             assert done.returncode == 65, done.stdout + done.stderr
             assert "cannot be written by the lab's user (uid 1000)" in done.stderr, done.stderr
