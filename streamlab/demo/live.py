@@ -97,7 +97,8 @@ class LiveDemo(Controls, LiveLoop):
     - `restart_on` (strings): a query that fails with one of them in its error is restarted on the same checkpoint
       at once, marked on the chart like any restart (an injected crash); Spark's log of it is silenced.
     - `drain`: at the end, stop the producers first and let the query read all they sent (at most 60 s).
-    - `status(demo)`: a few words appended to the readout.
+    - `status(demo)`: a few words appended to the readout; `show_offsets`: the readout also shows the range of
+      offsets the last batch planned, read from its `offsets/N` file in the checkpoint (`offsets_text()`).
     """
 
     def __init__(self, spark, topic: str, *, rate: int = 200, max_offsets: int | None = None,
@@ -109,7 +110,7 @@ class LiveDemo(Controls, LiveLoop):
                  lag_lines: str = "partitions", title: str = "", bootstrap: str | None = None,
                  sources: dict | None = None, value_fn: Callable | None = None, key_fn: Callable | None = None,
                  label: str = "", knobs=(), on_batch: Callable | None = None, panels: dict | None = None,
-                 restart_on=(), drain: bool = False, status: Callable | None = None):
+                 restart_on=(), drain: bool = False, status: Callable | None = None, show_offsets: bool = False):
         # the stream's settings, checked before anything starts
         self._settings = settings if settings is not None else StreamSettings(
             rate=rate, cap=max_offsets, trigger_seconds=trigger_seconds, cost_ms=cost_ms,
@@ -124,6 +125,7 @@ class LiveDemo(Controls, LiveLoop):
         self.knob_values = {k.name: k.value for k in knobs}  # the configuration's knobs, as last moved
         self.on_batch, self.panels = on_batch, dict(panels or {})
         self.restart_on, self.drain, self.status = tuple(restart_on), drain, status
+        self.show_offsets = show_offsets
         self.bootstrap = bootstrap
         self.duration = _settings.check_positive("duration (s)", duration)
         if starting_offsets not in ("latest", "earliest"):
@@ -376,14 +378,34 @@ class LiveDemo(Controls, LiveLoop):
         batch = f"last batch {last['rows']} rows in {last['duration_ms']} ms" if last else "last batch -"
         rate = self._settings["rate"] + sum(s.rate for s in self.sources.values())
         extra = f" · {self.status(self)}" if self.status is not None else ""
+        if self.show_offsets:
+            extra += f" · {self.offsets_text()}"
         return (f"t={now:5.1f}s · producer {rate} rec/s · {self.knobs_text()} · "
                 f"batches {len(self.history)} · {batch} · lag {sample['lag']} ({parts}){extra}"
                 + (f" · {left:.0f} s left" if left is not None and not self.ended else ""))
 
+    def offsets_text(self) -> str:
+        """The last planned batch's offset ranges, as its `offsets/N` file and the one before it give them:
+        "offsets/N: p0 120→220 (100) · p1 …"."""
+        from streamlab.observe import checkpoint as ck
+
+        try:
+            ids = ck.batches(self.checkpoint)
+            if not ids:
+                return "offsets/-: no batch planned yet"
+            last = ck.offsets(self.checkpoint, ids[-1]).kafka().get(self.topic, {})
+            before = ck.offsets(self.checkpoint, ids[-2]).kafka().get(self.topic, {}) if len(ids) > 1 else {}
+        except (OSError, ValueError):  # a file being written: the next poll reads it whole
+            return "offsets/…"
+        start = before or {}
+        parts = [f"p{p} {start.get(p, '?')}→{end}" + (f" ({end - start[p]})" if p in start else "")
+                 for p, end in sorted(last.items())]
+        return f"offsets/{ids[-1]}: " + " ".join(parts)
+
     def knobs_text(self) -> str:
         """Every knob in force on one line: the cap, trigger, cost, partitions, minPartitions, the demo's own."""
         s = self._settings
-        parts = [f"cap {s['cap']:,}" if s["cap"] else "no cap",
+        parts = [f"cap {s['cap']}" if s["cap"] else "no cap",
                  f"trigger {s['trigger_seconds']:g} s" if s["trigger_seconds"] else "trigger as fast as possible"]
         if s["cost_ms"] or "cost" in self.controls:
             parts.append(f"cost {s['cost_ms'] * 1000:g} µs/rec")

@@ -76,10 +76,10 @@ def lab(tmp_path_factory, bootstrap):
                VIRTUAL_ENV=str(Path(venv_bin).parent), PATH=venv_bin + os.pathsep + os.environ.get("PATH", ""))
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work)
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # a shared 2-core machine under load can take a minute and more
     while _get(f"{base}/api/status?token={token}") != 200:
         assert proc.poll() is None, f"JupyterLab exited: {(work / 'jupyter.log').read_text()[-2000:]}"
-        assert time.monotonic() < deadline, "JupyterLab did not answer within 60 s"
+        assert time.monotonic() < deadline, "JupyterLab did not answer within 180 s"
         time.sleep(0.5)
     yield base, token
     proc.terminate()
@@ -263,7 +263,7 @@ def test_cap_slider_restarts_the_query_and_the_new_cap_holds(lab):
         _run_cells_through(page, index)
         # The panel is the notebook's last widget box so far; its readout is the last one on the page.
         readout = "Array.from(document.querySelectorAll('.widget-html-content code')).pop().textContent"
-        page.wait_for_function(f"() => /cap 2000 · batches [3-9]/.test({readout})", timeout=180_000)
+        page.wait_for_function(f"() => /cap 2000 ·.* batches [3-9]/.test({readout})", timeout=180_000)
         page.screenshot(path=str(RESULTS / "cap-before.png"))
         _type_into_slider(page.locator(".widget-slider", has_text="maxOffsetsPerTrigger").last, 300)
         page.wait_for_function(f"() => ({readout}).includes('cap 300')", timeout=30_000)
@@ -283,3 +283,49 @@ def test_cap_slider_restarts_the_query_and_the_new_cap_holds(lab):
     assert any("cap 300" in text for _, text in state["restarts"]), f"no restart with the new cap: {state}"
     assert state["honoured_after"] is not None, f"no batch honoured the new cap: {state}"
     assert state["honoured_after"] <= 1.5 * state["trigger"] + 0.5, f"the new cap took too long: {state}"
+
+
+@pytest.mark.timeout(900)  # Run All starts Spark and runs module 3 up to its first demo
+def test_under_run_all_a_slider_acts_while_the_wait_cell_runs(lab):
+    """Issue 16.1: Run All, then move the producer rate while the next cell (`wait()`) keeps the kernel busy: the
+    demo applies it within seconds (the readout says so, the chart is redrawn), not after the cell. ■ then stops
+    the demo with one line, not a traceback."""
+    base, token = lab
+    with _notebook_page(base, token, MODULE, "run-all-failure.png") as page:
+        first_demo = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
+            c => /Demo\\(/.test(c.model.sharedModel.getSource()) && /\\.start\\(\\)/.test(c.model.sharedModel.getSource()))"""
+        page.wait_for_function(f"() => ({first_demo})() > 0", timeout=60_000)
+        index = page.evaluate(first_demo)
+        page.evaluate("""async () => { const app = window.jupyterapp, panel = app.shell.currentWidget;
+            await panel.sessionContext.ready; app.shell.activateById(panel.id);
+            app.commands.execute('notebook:run-all-cells'); }""")
+        readout = "((document.querySelector('.widget-html-content code') || {}).textContent || '')"
+        page.wait_for_function(f"() => /batches [2-9]/.test({readout})", timeout=180_000)
+        # the cell after the demo (wait()) is running: the kernel is busy, the demo is not over
+        busy = """(i) => { const c = window.jupyterapp.shell.currentWidget.content.widgets[i + 1];
+            return c.model.executionState === 'running' || c.promptNode.textContent.includes('*'); }"""
+        assert page.evaluate(busy, index), "the wait() cell is not running: the test would not prove anything"
+        chart = page.locator(".widget-image").first
+        before_src = chart.get_attribute("src")
+        page.screenshot(path=str(RESULTS / "run-all-before-move.png"))
+        moved = time.monotonic()
+        _type_into_slider(page.locator(".widget-slider", has_text="producer rate").first, 3000)
+        page.wait_for_function(f"() => {readout}.includes('producer 3000 rec/s')", timeout=30_000)
+        readout_s = time.monotonic() - moved
+        page.wait_for_function("(src) => document.querySelector('.widget-image').getAttribute('src') !== src",
+                               arg=before_src, timeout=30_000)
+        chart_s = time.monotonic() - moved
+        still_busy = page.evaluate(busy, index)
+        page.screenshot(path=str(RESULTS / "run-all-after-move.png"))
+        print(f"slider move -> readout {readout_s:.2f} s, -> chart redrawn {chart_s:.2f} s (wait() cell busy)")
+        # ■: the demo stops, and the wait() cell says so in one line
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
+        page.wait_for_function("(i) => /interrupted and stopped/.test(window.jupyterapp.shell.currentWidget.content"
+                               ".widgets[i + 1].outputArea.node.textContent)", arg=index, timeout=60_000)
+        out = page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i + 1].outputArea.node"
+                            ".innerText", index)
+        page.wait_for_function(f"() => {readout}.includes('ended')", timeout=60_000)
+        page.screenshot(path=str(RESULTS / "run-all-interrupted.png"))
+    assert still_busy, "the wait() cell had ended before the move was applied"
+    assert readout_s < 3, f"the move took {readout_s:.1f} s to reach the demo"
+    assert "Traceback" not in out and "ZMQError" not in out and len(out.strip().splitlines()) <= 2, out

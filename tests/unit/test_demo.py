@@ -2,6 +2,7 @@
 controls disabled after the end, and the chart rendered headless."""
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -307,3 +308,13 @@ def test_controls_act_while_another_cell_runs_in_a_real_kernel():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_the_readout_shows_the_ranges_the_last_offsets_file_planned(demo, tmp_path):
+    """Module 2's demo: the readout reads `offsets/N` (and N-1 for the start) from the demo's checkpoint."""
+    demo.show_offsets, demo.checkpoint = True, str(tmp_path)
+    assert "no batch planned yet" in demo.readout(1.0)
+    (tmp_path / "offsets").mkdir()
+    for n, ends in ((0, {"0": 100, "1": 90}), (1, {"0": 200, "1": 190})):
+        (tmp_path / "offsets" / str(n)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{{"t":{json.dumps(ends)}}}\n')
+    assert "offsets/1: p0 100→200 (100) p1 90→190 (100)" in demo.readout(1.0)
