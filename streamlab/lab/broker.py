@@ -22,7 +22,7 @@ from streamlab.errors import LabError
 from streamlab.lab.jars import broker_bundle, state_dir
 
 DEFAULT_PORT = 9092
-START_TIMEOUT_S = 30.0
+START_TIMEOUT_S = 60.0  # a cold start on a loaded 2-core machine can pass 30 s
 STOP_GRACE_S = 15.0
 KINDS = ("kafka", "noida")
 # A small broker: it shares two cores and the memory with Spark and the notebook kernels.

@@ -44,10 +44,32 @@ def encode(data) -> bytes | None:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
-def _producer(bootstrap: str | None, options: dict):
+def _producer(bootstrap: str | None, options: dict, own_exit: bool = False):
     from kafka import KafkaProducer
 
-    return KafkaProducer(bootstrap_servers=bootstrap or ensure_broker(), **{**DEFAULT_OPTIONS, **options})
+    producer = KafkaProducer(bootstrap_servers=bootstrap or ensure_broker(), **{**DEFAULT_OPTIONS, **options})
+    if own_exit:
+        # kafka-python's exit handler calls close(), which raises (a traceback at exit) when the broker is away:
+        # streamlab's own handler stops this producer instead, within seconds, saying what was not delivered.
+        producer._unregister_cleanup()
+    return producer
+
+
+def close_now(producer, timeout: float = 1.0) -> None:
+    """Close a kafka-python producer within about `timeout` s, even with the broker away (its close() then raises
+    at its flush and leaves the sender thread running: that thread is force-closed here)."""
+    try:
+        producer.close(timeout=timeout)
+        return
+    except Exception:
+        pass
+    try:
+        producer._unregister_cleanup()
+        if producer._sender is not None:
+            producer._sender.force_close()
+        producer._closed = True
+    except Exception:
+        pass
 
 
 class _Records:
@@ -161,7 +183,13 @@ def stop_all(timeout: float = STOP_WAIT_S) -> list[str]:
     return [line for line in lines if line]
 
 
-atexit.register(stop_all, 3.0)  # at the kernel's exit: every producer stopped within seconds, whatever the broker
+@atexit.register
+def _stop_all_at_exit() -> None:
+    """At the kernel's exit: every producer stopped within seconds whatever the broker does; losses said."""
+    import sys
+
+    for line in stop_all(3.0):
+        print(f"streamlab at exit: {line}", file=sys.stderr)
 
 
 class BackgroundProducer:
@@ -241,7 +269,7 @@ class BackgroundProducer:
         if self.running:
             return self
         self._stopping.clear()
-        self._producer = _producer(self._bootstrap, self._options)
+        self._producer = _producer(self._bootstrap, self._options, own_exit=True)
         self._thread = threading.Thread(target=self._run, name=f"BackgroundProducer({self.topic})", daemon=True)
         _running.add(self)
         self._thread.start()
@@ -291,10 +319,7 @@ class BackgroundProducer:
                 self.last_error = exc
             self._settle(final=True)
         finally:
-            try:
-                producer.close(timeout=1)
-            except Exception:
-                pass
+            close_now(producer)
         if self.failed:
             return (f"BackgroundProducer({self.topic!r}): {self.failed:,} of {self.sent:,} records were NOT "
                     f"delivered ({self.readout()})")

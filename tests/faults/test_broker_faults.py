@@ -23,50 +23,9 @@ import pytest
 from streamlab.lab import broker, jars
 from streamlab.errors import LabError
 
-ROOT = Path(__file__).resolve().parents[2]
+from faultkit import ROOT, cli as _cli, free_port as _free_port, processes_of as _processes_of
+
 pytestmark = pytest.mark.broker
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _cli(*args, env=None, timeout=60):
-    full_env = {**os.environ, "KAFKA_BOOTSTRAP": "", **(env or {})}
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "streamlab", *args], capture_output=True, text=True,
-                          env=full_env, timeout=timeout, cwd=ROOT, stdin=subprocess.DEVNULL)
-    return done, time.monotonic() - started
-
-
-def _processes_of(folder: Path) -> list[int]:
-    """Live processes whose command line names this broker folder (ours, whatever the pid file says)."""
-    import psutil
-
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline", "status"]):
-        try:
-            if proc.info["status"] != psutil.STATUS_ZOMBIE and str(folder) in " ".join(proc.info["cmdline"] or []):
-                found.append(proc.info["pid"])
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            pass
-    return found
-
-
-@pytest.fixture
-def port(monkeypatch):
-    """A free port for a broker of this test's own; whatever it started there is stopped and deleted afterwards."""
-    number = _free_port()
-    monkeypatch.delenv("KAFKA_BOOTSTRAP", raising=False)
-    monkeypatch.setenv("STREAMLAB_BROKER_PORT", str(number))
-    yield number
-    broker.stop_broker(port=number)
-    folder = broker.data_dir(number, "kafka")
-    for pid in _processes_of(folder):
-        os.kill(pid, signal.SIGKILL)
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_broker_cli_start_status_stop_leaves_no_process(port):

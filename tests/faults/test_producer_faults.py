@@ -1,0 +1,136 @@
+"""The lab's BackgroundProducer under broker faults: nothing it counts as sent is lost without being counted as
+not delivered, it rides out a broker outage, and it stops within seconds whatever the broker does."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from faultkit import ROOT
+from streamlab.lab import broker, topics
+from streamlab.lab.producer import BACKGROUND_OPTIONS, BackgroundProducer
+
+pytestmark = pytest.mark.broker
+BOUND_S = 20  # "within seconds", generous for a loaded 2-core CI machine
+
+
+def _kill_broker(port: int) -> None:
+    pid = int((broker.data_dir(port, "kafka") / "broker.pid").read_text())
+    os.killpg(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while broker.probe(f"127.0.0.1:{port}", timeout=0.5) != "closed" and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def _wait(condition, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def test_batches_never_expire():
+    """kafka-python drops a batch after delivery_timeout_ms (120 s by default): the lab's producer waits ~24 days."""
+    assert BACKGROUND_OPTIONS["delivery_timeout_ms"] >= 24 * 24 * 3600 * 1000
+
+
+def test_a_broker_outage_loses_nothing(port):
+    """kill -9 the broker under a producer at 200/s, restart it 8 s later: every record sent arrives, once."""
+    address = broker.ensure_broker(kind="kafka", port=port)
+    name = topics.create_topic(topics.unique_name("outage"), 1, address)
+    producer = BackgroundProducer(name, rate=200, bootstrap=address, key_fn=lambda i: None, value_fn=str).start()
+    try:
+        assert _wait(lambda: producer.delivered >= 200, 30)
+        _kill_broker(port)
+        time.sleep(8)
+        during = producer.sent
+        assert producer.pending > 0, repr(producer)
+        assert "pending" in producer.readout()
+        broker.ensure_broker(kind="kafka", port=port)
+        assert _wait(lambda: producer.sent > during + 200 and producer.pending < 400, 60), repr(producer)
+    finally:
+        started = time.monotonic()
+        sent = producer.stop()
+        stopped_in = time.monotonic() - started
+    assert stopped_in < BOUND_S, f"stop() took {stopped_in:.1f} s"
+    assert producer.failed == 0 and producer.delivered == sent, repr(producer)
+    values = [int(r.value) for r in topics.records(name, address)]
+    assert sorted(values) == list(range(sent)), f"{len(values)} records on the topic for {sent} sent ({producer!r})"
+    topics.delete_topic(name, bootstrap=address)
+
+
+def test_stop_with_the_broker_gone_is_quick_and_counts_the_loss(port, capsys):
+    """stop() while the broker is down: back within seconds (no 40 s KafkaTimeoutError), every record not
+    acknowledged counted as failed, in repr, readout and one printed line."""
+    address = broker.ensure_broker(kind="kafka", port=port)
+    name = topics.create_topic(topics.unique_name("gone"), 1, address)
+    producer = BackgroundProducer(name, rate=200, bootstrap=address).start()
+    assert _wait(lambda: producer.delivered >= 100, 30)
+    _kill_broker(port)
+    time.sleep(3)
+    started = time.monotonic()
+    sent = producer.stop()
+    seconds = time.monotonic() - started
+    assert seconds < BOUND_S, f"stop() took {seconds:.1f} s"
+    assert producer.failed > 0 and producer.delivered + producer.failed == sent and producer.pending == 0
+    assert f"failed={producer.failed}" in repr(producer) and "NOT delivered" in producer.readout()
+    printed = capsys.readouterr().out
+    assert f"{producer.failed:,} of {sent:,} records were NOT delivered" in printed, printed
+
+
+def test_its_topic_deleted_under_it(port):
+    """The topic is deleted under a running producer: it goes on (the broker makes the topic again), stops within
+    seconds, and sent == delivered + failed."""
+    from kafka import KafkaAdminClient
+
+    address = broker.ensure_broker(kind="kafka", port=port)
+    name = topics.create_topic(topics.unique_name("deleted"), 1, address)
+    producer = BackgroundProducer(name, rate=200, bootstrap=address).start()
+    try:
+        assert _wait(lambda: producer.delivered >= 100, 30)
+        admin = KafkaAdminClient(bootstrap_servers=address)
+        admin.delete_topics([name])
+        admin.close()
+        before = producer.delivered
+        assert _wait(lambda: producer.delivered > before + 200, 60), repr(producer)
+    finally:
+        started = time.monotonic()
+        sent = producer.stop()
+        seconds = time.monotonic() - started
+    assert seconds < BOUND_S and producer.running is False
+    assert producer.delivered + producer.failed == sent and producer.pending == 0, repr(producer)
+
+
+EXIT_SCRIPT = r'''
+import os, signal, sys, time
+from streamlab.lab import broker, topics
+from streamlab.lab.producer import BackgroundProducer
+address = sys.argv[1]
+p = BackgroundProducer(topics.create_topic(topics.unique_name("exit"), 1, address), rate=200, bootstrap=address).start()
+while p.delivered < 100:
+    time.sleep(0.1)
+os.killpg(int(sys.argv[2]), signal.SIGKILL)
+time.sleep(2)
+print("exiting", flush=True)
+'''
+
+
+def test_the_exit_handler_with_the_broker_gone(port):
+    """A script exits with a producer running and the broker killed: it exits within seconds, saying what was
+    not delivered."""
+    address = broker.ensure_broker(kind="kafka", port=port)
+    pid = (broker.data_dir(port, "kafka") / "broker.pid").read_text().strip()
+    proc = subprocess.Popen([sys.executable, "-c", EXIT_SCRIPT, address, pid], cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline().strip() == "exiting"
+    started = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    seconds = time.monotonic() - started
+    assert proc.returncode == 0 and seconds < BOUND_S, f"exit took {seconds:.1f} s: {err[-1000:]}"
+    assert "records were NOT delivered" in err and "Traceback" not in err, err[-2000:]
