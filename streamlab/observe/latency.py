@@ -73,27 +73,39 @@ class Comparison:
                                "max (ms)": _round(max(values) if values else None), "not out at stop": run.late}
         return pd.DataFrame(rows)
 
-    def chart(self, title: str = "end-to-end latency per record"):
+    def figure(self, title: str = "end-to-end latency per record"):
         """Latency per record (ms, log scale) against seconds since each query was ready, as a matplotlib Figure."""
         from matplotlib.figure import Figure
+        from matplotlib.ticker import FuncFormatter
 
-        fig = Figure(figsize=(11, 4.2), dpi=100, layout="constrained")
+        fig = Figure(figsize=(12.5, 5), dpi=100, layout="constrained")
         ax = fig.add_subplot()
-        colours = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd"]
-        for run, colour in zip(self.runs, colours):
+        for run, colour in zip(self.runs, ["#d62728", "#1f77b4", "#2ca02c", "#9467bd"]):
             if run.points:
                 xs, ys = zip(*run.points)
                 median = run.median()
-                ax.scatter(xs, [max(y, 0.5) for y in ys], s=7, color=colour, alpha=0.6,
+                ax.scatter(xs, [max(y, 1) for y in ys], s=10, color=colour, alpha=0.6,
                            label=f"{run.label}: median {median:,.0f} ms")
-                ax.axhline(max(median, 0.5), color=colour, linewidth=1, linestyle="--")
+                ax.axhline(max(median, 1), color=colour, linewidth=1.5, linestyle="--")
         ax.set_yscale("log")
-        ax.set_xlabel("seconds since the query was ready")
-        ax.set_ylabel("latency (ms, log scale)")
-        ax.set_title(title)
+        ax.set_xlabel("seconds since the query was ready (when a record was sent)", fontsize=14)
+        ax.set_ylabel("latency (ms, log scale)", fontsize=14)
+        ax.set_title(title, fontsize=16)
+        ax.tick_params(labelsize=13)
         ax.grid(True, which="major", alpha=0.3)
-        ax.legend(loc="upper left", fontsize=9)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:,.0f}"))
+        fig.legend(loc="outside lower center", ncols=2, fontsize=13, markerscale=2, frameon=False)
         return fig
+
+    def chart(self, title: str = "end-to-end latency per record"):
+        """The figure as an image sized to read at a laptop's width (1,280 px)."""
+        import io
+
+        from IPython.display import Image
+
+        buf = io.BytesIO()
+        self.figure(title).savefig(buf, format="png", dpi=90)
+        return Image(buf.getvalue())
 
 
 def _round(value):
