@@ -293,7 +293,7 @@ class LiveDemo(Controls, LiveLoop):
         self._make_widgets()
         # short client timeouts: the loop must notice a lost broker in seconds, not in kafka-python's 30 s
         self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
-                                       request_timeout_ms=5_000, api_version_auto_timeout_ms=5_000)
+                                       request_timeout_ms=5_000)
         # Before its first batch a query starting from "latest" is at the offsets Kafka had when it started.
         self._position = self._latest() if self.starting_offsets == "latest" else {}
         self._t0, self._wall0 = time.monotonic(), time.time()  # the clock starts with the producer
