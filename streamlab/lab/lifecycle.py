@@ -88,6 +88,7 @@ class BrokerWatch(threading.Thread):
         self._sources: dict = {}  # query id -> its Kafka sources' options
         self._seen: dict = {}  # query id -> the query, while active
         self._said: set = set()
+        self._noticed: dict = {}  # query id -> lines already said about it
         self._queue: list[str] = []
         self._in_cell = False
         self._done = threading.Event()
@@ -227,6 +228,7 @@ class BrokerWatch(threading.Thread):
             for source in self._sources[qid]:
                 problem = bad_option(source)
                 if problem:
+                    self._noticed.setdefault(qid, set()).add(problem)
                     self._say("notice", problem)
         for source in self._sources[qid]:
             servers = source.get("kafka.bootstrap.servers", "")
@@ -278,8 +280,9 @@ class BrokerWatch(threading.Thread):
         self._say("query stopped", message, quiet=bool(self._awaited.get(qid)))
 
     def _ended(self, qid: str, query) -> None:
-        """A query that ended by itself: if it failed on a topic that is gone or a bad option, say so in a line."""
-        if qid in self._stopped or qid in self._said:
+        """A query that ended by itself: if it failed on a topic that is gone or a bad option, say so in a line
+        (unless a call waits on it: awaitTermination / processAllAvailable raise that line themselves)."""
+        if qid in self._stopped or qid in self._said or self._awaited.get(qid):
             return
         self._said.add(qid)
         try:
@@ -288,16 +291,9 @@ class BrokerWatch(threading.Thread):
             return
         if exc is None:
             return
-        for source in self._sources.get(qid, []):
-            problem = bad_option(source, str(exc))
-            if problem:
-                self._say("notice", problem)
-                return
-            servers = source.get("kafka.bootstrap.servers", "")
-            missing = self._missing_topics(source, servers) if probe(servers, timeout=1.0) == "kafka" else []
-            if missing:
-                self._say("notice", missing_topic(missing, servers, _label(query), stopped=False))
-                return
+        line = explain_failure(query, exc)
+        if line and line not in self._noticed.get(qid, ()):
+            self._say("notice", line)
 
 
 def _label(query) -> str:
@@ -347,10 +343,14 @@ def bad_option(source: dict, error: str = "") -> str | None:
         except ValueError:
             return (f"option {pretty}={raw!r} is not a whole number of records, so Spark cannot start the query: "
                     f'give a positive count, e.g. .option("{pretty}", 1000), then re-run the cell.')
-        if knob.startswith("max") and value <= 0:
-            return (f"option maxOffsetsPerTrigger={value}: Spark reads NO records per batch with a cap of 0 or "
-                    "less (each partition's share is rounded to 0 or below, so every batch is empty): give a "
-                    'positive cap, e.g. .option("maxOffsetsPerTrigger", 1000), or drop the option to read all.')
+        fix = 'give a positive cap, e.g. .option("maxOffsetsPerTrigger", 1000), or drop the option to read all.'
+        if knob.startswith("max") and value == 0:
+            return ("option maxOffsetsPerTrigger=0: Spark reads NO records with a cap of 0 (each partition's share "
+                    f"rounds to 0, so every batch is empty, with no error): {fix}")
+        if knob.startswith("max") and value < 0:
+            return (f"option maxOffsetsPerTrigger={value}: a negative cap makes Spark plan each partition's end "
+                    "before its start: it reads NO records, or fails with 'Some data may have been lost' although "
+                    f"nothing was lost: {fix}")
     if "NumberFormatException" in error or "For input string" in error:
         for key, raw in source.items():
             if key.endswith(("pertrigger", "partitions", "timeoutms", "ms")) and f'"{raw}"' in error:
@@ -381,6 +381,22 @@ def missing_topic(missing: list[str], servers: str, label: str, stopped: bool = 
             "(lab.new_topic(...)) or fix the subscribe option, then re-run the cell.")
 
 
+def explain_failure(query, exc) -> str | None:
+    """One line for a query that failed because a topic it reads is gone or an option of it is bad, else None."""
+    text = str(exc)
+    for source in kafka_sources(query):
+        problem = bad_option(source, text)
+        # A value Spark cannot parse is the cause; so is a negative cap behind a "data loss" (offsets went back).
+        if problem and ("not a" in problem or ("negative cap" in problem and "data may have been lost" in text)):
+            return problem
+        servers = source.get("kafka.bootstrap.servers", "")
+        if probe(servers, timeout=1.0) == "kafka":
+            missing = BrokerWatch._missing_topics(source, servers)
+            if missing:
+                return missing_topic(missing, servers, _label(query), stopped=False)
+    return None
+
+
 _guarded: list = []
 
 
@@ -408,6 +424,19 @@ def _guard_queries() -> None:
         finally:
             waits[qid] -= 1
 
+    def explained(call, query, *args):
+        """`call`, with a query's own failure turned into one line when its cause is a topic that is gone or a bad
+        option (Spark names the first only inside a long plan, and not the option at all)."""
+        try:
+            return call(query, *args)
+        except LabError:
+            raise
+        except Exception as exc:
+            line = explain_failure(query, exc)
+            if line:
+                raise LabError(line) from None
+            raise
+
     def awaitTermination(self, timeout=None):
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
             return await_original(self, timeout)  # Spark's own message for a bad timeout
@@ -415,7 +444,7 @@ def _guard_queries() -> None:
         with awaited(self):
             while True:
                 step = 1.0 if deadline is None else max(0.001, min(1.0, deadline - time.monotonic()))
-                ended = await_original(self, step)
+                ended = explained(await_original, self, step)
                 why = BrokerWatch.stopped_by_watch(self)
                 if why:
                     raise LabError(why)
@@ -429,7 +458,7 @@ def _guard_queries() -> None:
             why = BrokerWatch.stopped_by_watch(self)
             if why:
                 raise LabError(why)
-            result = process_original(self)
+            result = explained(process_original, self)
             why = BrokerWatch.stopped_by_watch(self)
             if why:
                 raise LabError(why)
@@ -574,7 +603,7 @@ def cleanup(session=None) -> str:
     return _finish(session, CLEANUP_S)
 
 
-def _finish(session, budget: float) -> str:
+def _finish(session, budget: float, at_exit: bool = False) -> str:
     from streamlab.lab.producer import stop_all
 
     deadline = time.monotonic() + budget
@@ -604,9 +633,12 @@ def _finish(session, budget: float) -> str:
     left: list[str] = []
     deleted = 0
     if made and broker_lost:
-        # Never start a broker the learner stopped, nor wait on one that is gone: the topics have unique names
-        # carrying this kernel's token, so a later setup() deletes them.
-        left.append(f"{len(made)} topics on the broker, which is not answering (the next setup() deletes them)")
+        # Never start a broker the learner stopped, nor wait on one that is gone: the next cleanup() or the exit
+        # handler deletes them once it answers, and their names carry this kernel's token, so if it dies first,
+        # the next kernel's setup() does.
+        _made_topics[:0] = made
+        later = "the next kernel's setup()" if at_exit else "the next cleanup() once it answers again"
+        left.append(f"{len(made)} topics on the broker, which is not answering (deleted by {later})")
     elif made:
         failed = _topics.delete_within(made, _bootstrap[0], max(1.0, deadline - time.monotonic()))
         deleted = len(made) - len(failed)
@@ -634,7 +666,7 @@ def _at_exit() -> None:
     from streamlab.lab.broker import external_bootstrap, remove_user
 
     try:
-        said = _finish(None, CLEANUP_S) if (_made_topics or _made_folders or _bootstrap) else ""
+        said = _finish(None, CLEANUP_S, at_exit=True) if (_made_topics or _made_folders or _bootstrap) else ""
     except Exception as exc:  # the interpreter is shutting down: say it, never hang
         said = f"cleanup at exit failed: {exc}"
     if _bootstrap and not external_bootstrap():
