@@ -1,0 +1,164 @@
+"""The instructor's side of a workshop: collect the room's notebooks, grade them as a cohort, hand back feedback,
+regrade one learner, and export the grades for an LMS.
+
+Grading is `grader grade` (grader/cohort.py): every notebook in its own sandbox, `workers` at once (one per core
+by default), each learner with the variant seeds the hub gave them (`student_seed(learner, assignment)`), so the
+numbers a learner worked with are the numbers they are graded with. The grader runs on the instructor's own lab
+broker ($STREAMLAB_BROKER_PORT), not on the room's: grading never competes with a live lesson for the room's
+quotas, and the learners' credentials never reach a graded kernel.
+
+Folders under the workshop root: `collected/<assignment>/<learner>/<assignment>/<assignment>.ipynb` (nbgrader's
+submitted layout), `grades/<assignment>/{grades.csv,messages.csv,feedback/}`; in each learner's home
+`feedback/<assignment>/<assignment>.html` and `feedback/<assignment>/grade.txt`.
+"""
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from streamlab.workshop.hub import SYSTEM_PREFIX, Settings
+
+
+def learners(settings: Settings) -> list[str]:
+    """Every learner with a home in the workshop, sorted."""
+    homes = Path(settings.root) / "home"
+    return sorted(p.name for p in homes.iterdir() if p.is_dir()) if homes.is_dir() else []
+
+
+def collect(settings: Settings, assignment: str, only: list[str] | None = None,
+            into: Path | None = None) -> dict[str, Path | None]:
+    """Copy each learner's `notebooks/<assignment>/<assignment>.ipynb`; {learner: copy, or None when missing}."""
+    into = into or Path(settings.root) / "collected" / assignment
+    found: dict[str, Path | None] = {}
+    for name in only or learners(settings):
+        source = settings.home(name) / "notebooks" / assignment / f"{assignment}.ipynb"
+        if not source.is_file() or source.is_symlink():  # a symlink could point at anybody's file
+            found[name] = None
+            continue
+        target = into / name / assignment / f"{assignment}.ipynb"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        found[name] = target
+    return found
+
+
+def grade(settings: Settings, assignment: str, workers: int | None = None, timeout: int | None = None,
+          quiet: bool = False) -> list:
+    """Collect and grade every learner's notebook; write grades.csv and hand feedback back; return the results."""
+    from grader.cohort import grade_cohort
+
+    collected = Path(settings.root) / "collected" / assignment
+    shutil.rmtree(collected, ignore_errors=True)
+    found = collect(settings, assignment, into=collected)
+    if not any(found.values()):
+        raise SystemExit(f"error: no learner has notebooks/{assignment}/{assignment}.ipynb yet")
+    out = Path(settings.root) / "grades" / assignment
+    results = grade_cohort(collected, out, workers or os.cpu_count() or 2, timeout, quiet=quiet)
+    _hand_back(settings, assignment, results, out)
+    return results
+
+
+def regrade(settings: Settings, assignment: str, learner: str, timeout: int | None = None) -> object:
+    """Grade one learner's current notebook again and replace their rows in grades.csv and messages.csv."""
+    from grader.cohort import grade_cohort
+
+    out = Path(settings.root) / "grades" / assignment
+    with tempfile.TemporaryDirectory(prefix="streamlab-regrade-") as tmp:
+        found = collect(settings, assignment, only=[learner], into=Path(tmp) / "in")
+        if not found.get(learner):
+            raise SystemExit(f"error: {learner} has no notebooks/{assignment}/{assignment}.ipynb")
+        (result,) = grade_cohort(Path(tmp) / "in", Path(tmp) / "out", 1, timeout, quiet=True)
+        for name in ("grades.csv", "messages.csv"):
+            _merge_rows(out / name, Path(tmp) / "out" / name, learner)
+        feedback = Path(tmp) / "out" / "feedback" / learner
+        if feedback.is_dir():
+            shutil.rmtree(out / "feedback" / learner, ignore_errors=True)
+            shutil.copytree(feedback, out / "feedback" / learner)
+    _hand_back(settings, assignment, [result], out)
+    return result
+
+
+def _merge_rows(target: Path, fresh: Path, learner: str) -> None:
+    """Replace `learner`'s rows of CSV `target` with those of `fresh` (the header is the same)."""
+    old = list(csv.reader(target.open(encoding="utf-8"))) if target.is_file() else []
+    new = list(csv.reader(fresh.open(encoding="utf-8")))
+    header = new[0]
+    rows = [r for r in old[1:] if r and r[0] != learner] + new[1:]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(sorted(rows, key=lambda r: (r[0], r[1])))
+
+
+def _hand_back(settings: Settings, assignment: str, results: list, out: Path) -> None:
+    """Write each graded learner's feedback page and score into their home (owned by them)."""
+    from grader.grading import _num
+
+    for result in results:
+        home = settings.home(result.student)
+        if not home.is_dir():
+            continue
+        folder = home / "feedback" / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        page = out / "feedback" / result.student / f"{assignment}.html"
+        if page.is_file():
+            shutil.copyfile(page, folder / f"{assignment}.html")
+        score = (f"{_num(result.score)} / {_num(result.max_score)}" if result.graded and not result.error
+                 else f"not graded: {result.error}")
+        (folder / "grade.txt").write_text(f"{assignment}: {score}\n")
+        _give(home, [home / "feedback", folder, *folder.iterdir()])
+
+
+def _give(home: Path, paths: list[Path]) -> None:
+    if os.geteuid() != 0:
+        return
+    import pwd
+
+    try:
+        entry = pwd.getpwnam(SYSTEM_PREFIX + home.name)
+    except KeyError:
+        return
+    for path in paths:
+        os.chown(path, entry.pw_uid, entry.pw_gid)
+
+
+def read_grades(settings: Settings) -> dict[str, dict[str, tuple[str, str]]]:
+    """{assignment: {learner: (score, max_score)}} from every grades.csv of the workshop."""
+    table: dict[str, dict[str, tuple[str, str]]] = {}
+    for path in sorted((Path(settings.root) / "grades").glob("*/grades.csv")):
+        for row in csv.DictReader(path.open(encoding="utf-8")):
+            table.setdefault(row["assignment"], {})[row["student"]] = (row["score"], row["max_score"])
+    return table
+
+
+def export(settings: Settings, out: Path, fmt: str = "canvas") -> Path:
+    """Write every assignment's scores as one CSV an LMS imports: Canvas's gradebook or Moodle's grade import."""
+    table = read_grades(settings)
+    aids = sorted(table)
+    names = sorted({name for scores in table.values() for name in scores})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        if fmt == "canvas":
+            # Canvas: Student, ID, SIS User ID, SIS Login ID, Section, then one column per assignment; the
+            # second row gives the points possible. Rows are matched on SIS Login ID (= the hub's user name).
+            writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", *aids])
+            writer.writerow(["    Points Possible", "", "", "", "", *(_max(table[a]) for a in aids)])
+            for name in names:
+                writer.writerow([name, "", "", name, "", *(table[a].get(name, ("", ""))[0] for a in aids)])
+        elif fmt == "moodle":
+            # Moodle: Grades > Import > CSV file; map "username" to the user identifier, each column to a grade item.
+            writer.writerow(["username", *aids])
+            for name in names:
+                writer.writerow([name, *(table[a].get(name, ("", ""))[0] for a in aids)])
+        else:
+            raise SystemExit(f"error: unknown export format {fmt!r}: use canvas or moodle")
+    return out
+
+
+def _max(scores: dict[str, tuple[str, str]]) -> str:
+    return next((m for _s, m in scores.values() if m), "")

@@ -1,0 +1,298 @@
+"""The room's Kafka: one KRaft node with SCRAM authentication, Kafka's StandardAuthorizer, and a user per learner.
+
+Kafka's own rules, followed here:
+- the first admin exists before the broker ever starts: `kafka-storage format --add-scram` writes its SCRAM
+  credential into the metadata log (SCRAM credentials live there, so nothing else can create the first one);
+- the controller cannot authenticate with SCRAM (it reads the credentials from the log it serves), so its listener
+  uses SASL/PLAIN with a static password, and its principal `User:controller` is in `super.users` with the admin's;
+  unlike a PLAINTEXT controller listener (whose ANONYMOUS principal would have to be a super user), a learner who
+  connects to the controller's port gets nothing without that password;
+- `allow.everyone.if.no.acl.found=false`: a learner can do only what an ACL allows.
+
+Each learner `ada` gets the SCRAM user `ada` and PREFIXED ACLs on topics, consumer groups and transactional ids
+whose names start with `ada-` (in a prefixed ACL `*` is a literal character, so `ada-*` would match only names
+starting with `ada-*`). A default user quota (`--entity-default`) gives every user — each one separately, on each
+broker — the same produce and fetch byte rates.
+
+The learner's credentials reach their notebooks as a file of Spark `kafka.*` options (streamlab.lab.access).
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from streamlab.errors import LabError
+
+MECHANISM = "SCRAM-SHA-512"
+ADMIN = "admin"
+NAME = re.compile(r"[a-z][a-z0-9]{1,19}")
+# Per learner, per broker: a live demo needs ~100 KB/s; a flood is held to this.
+PRODUCE_BYTES_S = 512 * 1024
+FETCH_BYTES_S = 1024 * 1024
+HEAP = ["-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+
+
+@dataclass(frozen=True)
+class Room:
+    """Where the room's broker listens and keeps its data."""
+
+    folder: Path
+    port: int = 19292
+    controller_port: int = 19392
+
+    @property
+    def bootstrap(self) -> str:
+        """The learners' bootstrap address."""
+        return f"127.0.0.1:{self.port}"
+
+    def _secret(self, name: str) -> str:
+        path = self.folder / f"{name}.secret"
+        if not path.is_file():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(24))
+        return path.read_text().strip()
+
+    @property
+    def admin_password(self) -> str:
+        """The admin's SCRAM password (made at the first format, kept 0600 in the room's folder)."""
+        return self._secret("admin")
+
+    def admin_config(self) -> dict:
+        """kafka-python arguments of the admin."""
+        return {"bootstrap_servers": self.bootstrap, "security_protocol": "SASL_PLAINTEXT",
+                "sasl_mechanism": MECHANISM, "sasl_plain_username": ADMIN,
+                "sasl_plain_password": self.admin_password}
+
+
+def spark_options(user: str, password: str) -> dict[str, str]:
+    """The Spark `kafka.*` options that authenticate `user` (what STREAMLAB_KAFKA_OPTIONS files hold)."""
+    jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{user}" '
+            f'password="{password}";')
+    return {"kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": MECHANISM,
+            "kafka.sasl.jaas.config": jaas}
+
+
+def client_config(bootstrap: str, user: str, password: str) -> dict:
+    """kafka-python arguments that authenticate `user`."""
+    return {"bootstrap_servers": bootstrap, "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": MECHANISM,
+            "sasl_plain_username": user, "sasl_plain_password": password}
+
+
+def _server_properties(room: Room) -> Path:
+    controller = room._secret("controller")
+    data = room.folder / "data"
+    lines = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@127.0.0.1:{room.controller_port}",
+        "listeners": f"SASL_PLAINTEXT://127.0.0.1:{room.port},CONTROLLER://127.0.0.1:{room.controller_port}",
+        "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{room.port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "SASL_PLAINTEXT",
+        "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": MECHANISM,
+        "sasl.mechanism.inter.broker.protocol": MECHANISM,
+        f"listener.name.sasl_plaintext.{MECHANISM.lower()}.sasl.jaas.config":
+            f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{ADMIN}" '
+            f'password="{room.admin_password}";',
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config":
+            f'org.apache.kafka.common.security.plain.PlainLoginModule required username="controller" '
+            f'password="{controller}" user_controller="{controller}";',
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": f"User:{ADMIN};User:controller",
+        "allow.everyone.if.no.acl.found": "false",
+        "log.dirs": str(data),
+        "num.partitions": "1",
+        "offsets.topic.replication.factor": "1",
+        "offsets.topic.num.partitions": "4",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "4",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "share.coordinator.state.topic.num.partitions": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        "num.network.threads": "3",
+        "num.io.threads": "4",
+        "background.threads": "2",
+        "num.recovery.threads.per.data.dir": "1",
+        "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
+        "log.retention.check.interval.ms": "10000",
+    }
+    path = room.folder / "server.properties"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write("".join(f"{k}={v}\n" for k, v in lines.items()))
+    from streamlab.lab.broker import _LOG4J
+
+    (room.folder / "log4j2.properties").write_text(_LOG4J.replace("@LOG@", str(room.folder / "broker.log")))
+    return path
+
+
+def _java(room: Room, main: str, *args: str, heap: list[str] | None = None) -> list[str]:
+    from streamlab.lab.broker import _java as lab_java
+
+    return lab_java(room.folder, main, *args, heap=heap or ["-Xmx128m", "-XX:TieredStopAtLevel=1"])
+
+
+def running(room: Room) -> int | None:
+    """The pid of the room's broker when it runs (and is ours), else None."""
+    try:
+        pid = int((room.folder / "broker.pid").read_text())
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            return pid if str(room.folder).encode() in handle.read() else None
+    except (OSError, ValueError):
+        return None
+
+
+def start(room: Room, timeout: float = 60.0) -> str:
+    """Format (first time: with the admin's SCRAM credential) and start the room's broker; set the quotas."""
+    from streamlab.lab.broker import probe_one
+
+    if running(room):
+        return room.bootstrap
+    if probe_one("127.0.0.1", room.port) != "closed":
+        raise LabError(f"port {room.port} is taken by another process: stop it or pick another "
+                       "(python -m streamlab.workshop start --kafka-port N)")
+    room.folder.mkdir(parents=True, exist_ok=True)
+    config = _server_properties(room)
+    if not (room.folder / "data" / "meta.properties").is_file():
+        done = subprocess.run(_java(room, "kafka.tools.StorageTool", "format", "-t", "d29ya3Nob3Atcm9vbS0x",
+                                    "-c", str(config), "--ignore-formatted",
+                                    "--add-scram", f"{MECHANISM}=[name={ADMIN},password={room.admin_password}]"),
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        if done.returncode:
+            raise LabError(f"formatting the room's broker failed: {(done.stdout + done.stderr).strip()[-300:]}")
+    with open(room.folder / "broker.out", "ab") as log:
+        proc = subprocess.Popen(_java(room, "kafka.Kafka", str(config), heap=HEAP), stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                                cwd=room.folder)
+    (room.folder / "broker.pid").write_text(str(proc.pid))
+    deadline = time.monotonic() + timeout
+    while True:
+        if time.monotonic() > deadline:
+            stop(room)
+            raise LabError(f"the room's broker did not answer within {timeout:.0f} s; see {room.folder / 'broker.log'}")
+        if proc.poll() is not None:
+            from streamlab.lab.broker import _log_tail
+
+            raise LabError(f"the room's broker exited at start: {_log_tail(room.folder)} "
+                           f"(log: {room.folder / 'broker.log'})")
+        if probe_one("127.0.0.1", room.port, timeout=0.5) == "closed":
+            time.sleep(0.2)  # a client made before the port listens backs off for up to half a minute
+            continue
+        try:
+            admin = _admin(room)
+            admin.list_topics()
+            admin.close()
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                stop(room)
+                raise LabError(f"the room's broker did not answer within {timeout:.0f} s; see "
+                               f"{room.folder / 'broker.log'}") from None
+            time.sleep(0.5)
+    set_quotas(room)
+    return room.bootstrap
+
+
+def stop(room: Room) -> bool:
+    """Stop the room's broker (SIGTERM, then SIGKILL after 15 s); whether it ran."""
+    from streamlab.lab.broker import _terminate
+
+    pid = running(room)
+    if pid:
+        _terminate(pid)
+    (room.folder / "broker.pid").unlink(missing_ok=True)
+    return bool(pid)
+
+
+def _admin(room: Room):
+    from kafka import KafkaAdminClient
+
+    return KafkaAdminClient(client_id="streamlab-workshop", request_timeout_ms=15_000, **room.admin_config())
+
+
+def set_quotas(room: Room, produce: int = PRODUCE_BYTES_S, fetch: int = FETCH_BYTES_S) -> None:
+    """Every user's default produce/fetch byte rate (per broker), and a high one for the admin (Kafka's CLI class)."""
+    props = room.folder / "admin-client.properties"
+    fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write("".join(f"{k[6:]}={v}\n" for k, v in spark_options(ADMIN, room.admin_password).items()))
+    # One JVM: the default applies to each user separately, the admin included (it only provisions).
+    for entity, rates in ((["--entity-default"], (produce, fetch)),):
+        done = subprocess.run(_java(room, "kafka.admin.ConfigCommand", "--bootstrap-server", room.bootstrap,
+                                    "--command-config", str(props), "--alter", "--entity-type", "users", *entity,
+                                    "--add-config", f"producer_byte_rate={rates[0]},consumer_byte_rate={rates[1]}"),
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        if done.returncode:
+            raise LabError(f"setting the user quotas failed: {(done.stdout + done.stderr).strip()[-300:]}")
+
+
+def add_learner(room: Room, name: str, password: str | None = None) -> str:
+    """Create (or reset) learner `name`'s SCRAM user and their prefixed ACLs; return the password."""
+    from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePattern,
+                             ResourceType, ScramMechanism, UserScramCredentialUpsertion)
+
+    check_name(name)
+    password = password or secrets.token_urlsafe(18)
+    admin = _admin(room)
+    try:
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion(name, ScramMechanism.SCRAM_SHA_512,
+                                                                         password)])
+        principal = f"User:{name}"
+        acls = [ACL(principal, "*", ACLOperation.ALL, ACLPermissionType.ALLOW,
+                    ResourcePattern(kind, f"{name}-", ACLResourcePatternType.PREFIXED))
+                for kind in (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID)]
+        result = admin.create_acls(acls)
+        failed = result.get("failed") if isinstance(result, dict) else None
+        if failed:
+            raise LabError(f"creating {name}'s ACLs failed: {failed}")
+    finally:
+        admin.close()
+    return password
+
+
+def learner_acls(room: Room, name: str) -> list[tuple[str, str, str, str]]:
+    """(resource type, name, pattern type, operation) of every ACL of `name`."""
+    from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ResourcePatternFilter, ResourceType
+    from kafka.admin import ACLResourcePatternType
+
+    admin = _admin(room)
+    try:
+        found, _error = admin.describe_acls(ACLFilter(f"User:{name}", None, ACLOperation.ANY, ACLPermissionType.ANY,
+                                                      ResourcePatternFilter(ResourceType.ANY, None,
+                                                                            ACLResourcePatternType.ANY)))
+    finally:
+        admin.close()
+    return sorted((a.resource_pattern.resource_type.name, a.resource_pattern.resource_name,
+                   a.resource_pattern.pattern_type.name, a.operation.name) for a in found)
+
+
+def write_options(path: Path, bootstrap: str, user: str, password: str, uid: int | None = None) -> Path:
+    """Write the learner's `kafka.*` options file (0600, owned by the learner when `uid` is given)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"# {user}'s credentials on the workshop's Kafka at {bootstrap}: keep them to yourself\n")
+        handle.write("".join(f"{k}={v}\n" for k, v in spark_options(user, password).items()))
+    if uid is not None:
+        os.chown(path, uid, -1)
+    return path
+
+
+def check_name(name: str) -> str:
+    """`name` if it is a learner name Kafka, Linux and the hub all accept, else a LabError saying what is."""
+    if not NAME.fullmatch(name or "") or name in (ADMIN, "controller"):
+        raise LabError(f"{name!r} cannot be a learner name: use 2-20 lowercase letters and digits, starting with "
+                       "a letter (not admin or controller)")
+    return name

@@ -1,0 +1,175 @@
+"""A simulated workshop: the hub with five learners, each signing up, approved by the instructor, logging in and
+starting a server through the hub's HTTP API; two of them run 00-setup's first live read in their own kernel on the
+room's SCRAM broker; each hands in 00-setup (two right, two wrong, one untouched); the instructor grades the room,
+regrades one learner and exports the grades. The scores match what each learner handed in.
+
+Lighter than a real room on purpose (budget: a few minutes on 2 cores): three of the five kernels never start
+Spark, and the graded run is the grader's, on the machine's lab broker, as in a real workshop.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import stat
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+
+from streamlab.lab.broker import free_port
+from streamlab.workshop import instructor
+from streamlab.workshop.__main__ import approve, start, stop
+from streamlab.workshop.client import HubError, Learner
+from streamlab.workshop.hub import REPO, Settings
+
+pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.timeout(900)]
+
+RIGHT = {"ex1_cap": "cap = -(-ex1_records // ex1_batches)", "q1_answer": 'q1 = "b"'}
+WRONG = {"ex1_cap": "cap = ex1_records", "q1_answer": 'q1 = "c"'}
+HANDED_IN = {"ada": RIGHT, "bob": WRONG, "cy": RIGHT, "dee": WRONG, "eve": None}
+
+
+@pytest.fixture(scope="module")
+def hub(bootstrap):
+    """A workshop in a temporary folder, on free ports; everything it started is stopped afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="streamlab-workshop-"))
+    settings = Settings(root=str(root), hub_port=free_port(), proxy_api_port=free_port(),
+                        hub_api_port=free_port(), kafka_port=free_port(), controller_port=free_port(),
+                        instructor="teacher", mem_limit="2G", spark_cores=1, spark_memory="512m")
+    old = os.environ.get("STREAMLAB_WORKSHOP_ROOT")
+    os.environ["STREAMLAB_WORKSHOP_ROOT"] = str(root)
+    try:
+        start(settings)
+        yield settings
+    finally:
+        stopped = stop(settings, remove_accounts=True)
+        print(f"stopped: {', '.join(stopped)}")
+        if old is None:
+            os.environ.pop("STREAMLAB_WORKSHOP_ROOT", None)
+        else:
+            os.environ["STREAMLAB_WORKSHOP_ROOT"] = old
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def room(hub):
+    """The five learners, signed up, approved, logged in, each with a running server."""
+    url = f"http://127.0.0.1:{hub.hub_port}"
+    learners = {name: Learner(url, name, f"{name}-password-1") for name in HANDED_IN}
+    for learner in learners.values():
+        learner.sign_up()
+    with pytest.raises(HubError, match="not approved"):
+        learners["ada"].log_in()  # the instructor has not approved anybody yet
+    assert approve(hub, list(learners)) == list(learners)
+    errors = []
+
+    def come_in(learner):
+        try:
+            learner.log_in()
+            learner.start_server()
+        except Exception as exc:  # reported below, with the learner's name
+            errors.append(f"{learner.name}: {exc}")
+
+    threads = [threading.Thread(target=come_in, args=(learner,)) for learner in learners.values()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(600)
+    assert not errors, errors
+    return learners
+
+
+def test_each_learner_gets_the_student_notebooks_and_their_own_credentials(hub, room):
+    for name, learner in room.items():
+        # each route leads to the learner's own server (five servers started at once get five ports)
+        assert learner.api("GET", f"{learner.server}/api/me").json()["identity"]["username"] == name
+        folders = {c["name"] for c in learner.contents("notebooks")["content"]}
+        assert folders == {p.name for p in (REPO / "notebooks").iterdir() if p.is_dir()}
+        assert "solutions" not in {c["name"] for c in learner.contents("")["content"]}
+        text = json.dumps(learner.contents("notebooks/00-setup/00-setup.ipynb")["content"])
+        assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+        credentials = hub.home(name) / ".streamlab" / "kafka.properties"
+        assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
+        assert f'username="{name}"' in credentials.read_text()
+    with pytest.raises(HubError, match="403|404"):  # a learner's token does not open another learner's server
+        room["bob"].api("GET", f"/user/ada/api/contents/notebooks")
+
+
+def test_two_learners_read_live_on_the_room_broker_each_under_their_own_prefix(hub, room):
+    """ada and bob run 00-setup's setup cell and its first capped read in their own kernels, at the same time."""
+    outputs, errors = {}, []
+
+    def lesson(name):
+        kernel = room[name].kernel()
+        try:
+            setup = kernel.text("import streamlab\nspark, bootstrap = streamlab.setup()", timeout=600)
+            read = kernel.text(
+                "from streamlab.lab.producer import produce\n"
+                "demo_topic = streamlab.new_topic('setup', partitions=3)\n"
+                "produce(demo_topic, 3_000)\n"
+                "q = (spark.readStream.format('kafka').option('kafka.bootstrap.servers', bootstrap)\n"
+                "     .option('subscribe', demo_topic).option('startingOffsets', 'earliest')\n"
+                "     .option('maxOffsetsPerTrigger', 500).load()\n"
+                "     .writeStream.format('noop').trigger(availableNow=True).start())\n"
+                "q.awaitTermination()\n"
+                "print(demo_topic, [p['numInputRows'] for p in q.recentProgress if p['numInputRows']])\n"
+                "print(streamlab.cleanup(spark))", timeout=600)
+            outputs[name] = (setup, read)
+        except Exception as exc:
+            errors.append(f"{name}: {exc}")
+        finally:
+            kernel.close()
+
+    threads = [threading.Thread(target=lesson, args=(n,)) for n in ("ada", "bob")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(900)
+    assert not errors, errors
+    for name, (setup, read) in outputs.items():
+        assert f"127.0.0.1:{hub.kafka_port}" in setup and "local[1]" in setup  # the room's broker, one core
+        topic, batches = read.splitlines()[0].split(" ", 1)
+        assert topic.startswith(f"{name}-setup-")
+        assert batches == "[500, 500, 500, 500, 500, 500]"
+
+
+def _hand_in(learner: Learner, answers: dict | None) -> None:
+    path = "notebooks/00-setup/00-setup.ipynb"
+    notebook = learner.contents(path)["content"]
+    if answers is None:
+        return  # untouched
+    for cell in notebook["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            cell["source"] = source.replace("# YOUR CODE HERE\n...", answers[gid])
+    learner.save_notebook(path, notebook)
+
+
+def test_the_instructor_grades_the_room_regrades_one_and_exports(hub, room):
+    for name, learner in room.items():
+        _hand_in(learner, HANDED_IN[name])
+    results = instructor.grade(hub, "00-setup", workers=2)
+    scores = {r.student: (r.score, r.max_score) for r in results}
+    assert all(r.graded and not r.error for r in results), [(r.student, r.error) for r in results]
+    assert scores == {"ada": (3, 3), "bob": (0, 3), "cy": (3, 3), "dee": (0, 3), "eve": (0, 3)}
+    rows = list(csv.DictReader((Path(hub.root) / "grades" / "00-setup" / "grades.csv").open()))
+    assert {r["student"]: r["score"] for r in rows} == {"ada": "3", "bob": "0", "cy": "3", "dee": "0", "eve": "0"}
+    for name in room:  # feedback lands in each learner's home, where their lab shows it
+        assert (hub.home(name) / "feedback" / "00-setup" / "grade.txt").read_text().startswith("00-setup: ")
+        assert room[name].contents("feedback/00-setup/00-setup.html")["type"] == "file"
+
+    _hand_in(room["bob"], RIGHT)  # bob fixes his notebook and asks for a regrade
+    again = instructor.regrade(hub, "00-setup", "bob")
+    assert (again.score, again.max_score) == (3, 3)
+    rows = list(csv.DictReader((Path(hub.root) / "grades" / "00-setup" / "grades.csv").open()))
+    assert {r["student"]: r["score"] for r in rows} == {"ada": "3", "bob": "3", "cy": "3", "dee": "0", "eve": "0"}
+
+    canvas = list(csv.reader(instructor.export(hub, Path(hub.root) / "canvas.csv", "canvas").open()))
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "00-setup"]
+    assert canvas[1][-1] == "3" and {r[3]: r[-1] for r in canvas[2:]}["dee"] == "0"
+    moodle = list(csv.reader(instructor.export(hub, Path(hub.root) / "moodle.csv", "moodle").open()))
+    assert moodle[0] == ["username", "00-setup"] and dict(moodle[1:])["bob"] == "3"
