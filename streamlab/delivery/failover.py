@@ -57,6 +57,7 @@ class FailoverDemo:
         self._armed_work = 0.0
         self._started = 0.0
         self._first = 0.0
+        self._player: threading.Thread | None = None
         self._box = None
         self._html = None
         self.result: dict | None = None
@@ -88,7 +89,8 @@ class FailoverDemo:
         if self.show:
             self._widget()
         if self.script:
-            threading.Thread(target=self._play, name="streamlab-failover-script", daemon=True).start()
+            self._player = threading.Thread(target=self._play, name="streamlab-failover-script", daemon=True)
+            self._player.start()
         return self
 
     def _produce(self) -> None:
@@ -128,11 +130,16 @@ class FailoverDemo:
         work, self._armed_work = self._armed_work, 0.0
         if work:
             threading.Thread(target=self._kill_executor_soon, args=(batch_id,), daemon=True).start()
-        tasks = read_map(self.spark, batch_df, work_s=work)
-        rows = batch_df.select("topic", "partition", "offset", "id")
-        if self.with_sinks:
-            self.sqlite.write_batch(rows, batch_id)
-            self.tx.write_batch(rows, batch_id)
+        # Cached: the read-map job reads Kafka once (it is the batch's read), the sinks' jobs read the cache.
+        batch_df.persist()
+        try:
+            tasks = read_map(self.spark, batch_df, work_s=work)
+            rows = batch_df.select("topic", "partition", "offset", "id")
+            if self.with_sinks:
+                self.sqlite.write_batch(rows, batch_id)
+                self.tx.write_batch(rows, batch_id)
+        finally:
+            batch_df.unpersist()
         preferred = {}
         for p in range(self.partitions):
             try:
@@ -150,7 +157,8 @@ class FailoverDemo:
 
     def _play(self) -> None:
         for at, action in sorted(self.script):
-            while self._since_first_batch() < at:
+            # A broker killed earlier must be back first: two down would leave the controllers without a majority.
+            while self._since_first_batch() < at or self.killed_nodes or self._armed_work:
                 if self._stop.wait(0.2):
                     return
             try:
@@ -190,6 +198,10 @@ class FailoverDemo:
 
     def kill_leader(self, *_args, partition: int = 0) -> None:
         """kill -9 the broker leading `partition`; start it again `restart_after` seconds later."""
+        if self.killed_nodes:
+            self._event(f"broker {self.killed_nodes[0]} is still down: wait until it is back (with two brokers down "
+                        "the controllers would have no majority, and no partition a new leader)")
+            return
         node = cluster.leader_of(self.topic, partition)
         cluster.kill_node(node)
         self.killed_nodes.append(node)
@@ -234,15 +246,19 @@ class FailoverDemo:
     def wait(self) -> dict:
         """Run until `seconds` after the first batch, stop producing, let the query read everything acknowledged, stop it,
         restart what was killed, and count each acknowledged record's copies in each sink."""
-        while self._since_first_batch() < self.seconds and self.query.isActive:
+        while (self._since_first_batch() < self.seconds or (self._player and self._player.is_alive())) \
+                and self.query.isActive:
             time.sleep(0.5)
         self._stop.set()
         self._producer.join(timeout=90)
         self.restart_nodes()
-        deadline = time.monotonic() + 90
-        while self.with_sinks and self.query.isActive and time.monotonic() < deadline:
+        # Drain: wait while batches keep coming (a loaded machine is slow, not stuck), at most 90 s without one.
+        seen, last_batch = len(self.batches), time.monotonic()
+        while self.with_sinks and self.query.isActive and time.monotonic() - last_batch < 90:
             if self.acked <= set(self.sqlite.delivered()):
                 break
+            if len(self.batches) != seen:
+                seen, last_batch = len(self.batches), time.monotonic()
             time.sleep(1)
         error = None
         try:
