@@ -371,10 +371,13 @@ def stop_exec_leftovers(project: str = PROJECT) -> None:
     """podman 4.3 leaves a conmon per `exec` for 300 s after it ends; these tests started them, so they stop them."""
     import psutil
 
+    stopping = []
     for proc in psutil.process_iter(["pid", "name", "cmdline"]):
         cmd = proc.info["cmdline"] or []
         if proc.info["name"] == "conmon" and "--exec" in cmd and any(project in c for c in cmd):
             try:
                 proc.terminate()
+                stopping.append(proc)
             except psutil.Error:
                 pass
+    psutil.wait_procs(stopping, timeout=10)

@@ -332,6 +332,7 @@ def test_a_taken_lab_port_is_named(stack):
 def test_an_unwritable_course_folder_is_refused_with_the_fix(stack):
     """The working tree owned by another uid, or mounted read-only: start-lab stops and says what to do."""
     root_owned = Path(tempfile.mkdtemp(prefix="streamlab-rootowned-"))
+    root_owned.chmod(0o755)  # readable by the lab's user, as a working tree is; only not writable
     try:
         for mount in (f"{root_owned}:/course", f"{stack.folder}:/course:ro"):
             done = engine.podman("run", "--rm", "-e", "JUPYTER_TOKEN=x", "-v", mount, "-w", "/course",
