@@ -385,9 +385,13 @@ def _start_kafka(port: int, folder: Path) -> None:
         import shutil
 
         shutil.rmtree(data, ignore_errors=True)
-        done = subprocess.run(_java(folder, "kafka.tools.StorageTool", "format", "-t", CLUSTER_ID,
-                                    "-c", str(config), "--ignore-formatted"),
-                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        try:
+            done = subprocess.run(_java(folder, "kafka.tools.StorageTool", "format", "-t", CLUSTER_ID,
+                                        "-c", str(config), "--ignore-formatted"),
+                                  capture_output=True, text=True, timeout=180, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise LabError("Formatting the broker's storage took over 180 s (is the machine overloaded?): try "
+                           "`python -m streamlab broker start` again when it is quieter.") from None
         if done.returncode != 0:
             raise LabError(f"Formatting the broker's storage failed: {_last_lines(done.stdout + done.stderr)}")
     _launch(_java(folder, "kafka.Kafka", str(config), heap=KAFKA_HEAP), port, folder, "Apache Kafka")
