@@ -318,3 +318,37 @@ def test_the_readout_shows_the_ranges_the_last_offsets_file_planned(demo, tmp_pa
     for n, ends in ((0, {"0": 100, "1": 90}), (1, {"0": 200, "1": 190})):
         (tmp_path / "offsets" / str(n)).write_text(f'v1\n{{"batchWatermarkMs":0}}\n{{"t":{json.dumps(ends)}}}\n')
     assert "offsets/1: p0 100→200 (100) p1 90→190 (100)" in demo.readout(1.0)
+
+
+def test_interrupting_wait_stops_the_demo_with_one_line(demo, monkeypatch):
+    """■ during wait(): a LabError of one line (shown without a traceback), and the demo is asked to stop."""
+    from streamlab.errors import LabError
+
+    class Stuck:
+        def is_alive(self):
+            return True
+
+        def join(self, timeout=None):
+            if not demo._done.is_set():
+                raise KeyboardInterrupt
+
+    demo._thread = Stuck()
+    with pytest.raises(LabError, match="interrupted and stopped") as stopped:
+        demo.wait()
+    assert "\n" not in str(stopped.value) and demo._done.is_set() and "■" in demo.alert_text
+
+
+def test_a_lost_broker_ends_the_demo_with_one_line_in_its_alert_and_wait_raises_it(demo, monkeypatch):
+    import streamlab.lab.broker as broker
+    from streamlab.errors import LabError
+
+    monkeypatch.setattr(broker, "probe", lambda bootstrap, timeout=2.0: "closed")
+    demo.bootstrap = "127.0.0.1:1"
+    demo._query.isActive = False  # the lab's BrokerWatch stopped the query
+    demo._collect = lambda query: None
+    demo._poll()  # returns at once: the query is gone and the broker does not answer
+    assert demo.lost and "stopped answering" in demo.alert_text and "broker start" in demo.alert_text
+    demo._finish()
+    with pytest.raises(LabError, match="stopped answering") as raised:
+        demo.wait()
+    assert "\n" not in str(raised.value)
