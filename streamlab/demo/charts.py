@@ -46,7 +46,7 @@ def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total"
            font: float = 1.0):
     """Demos {label: LiveDemo} on one shared time axis (the wall clock of the earliest): one panel per chart of
     `charts` ("rates", "duration", "rows", "lag", "tasks", or the name of a demo's own `Panel`), restarts as red
-    dashed lines, bursts and script steps dotted; `font` scales every text (a wide comparison reads at 1.4)."""
+    dashed lines, bursts and script steps dotted; `font` scales every text (a wide comparison reads at 1.45)."""
     from matplotlib.figure import Figure
 
     own = {name: p for d in demos.values() for name, p in d.panels.items()}
@@ -132,10 +132,12 @@ def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total"
         ax.set_ylabel(labels[key] if key in labels else own[key].ylabel, fontsize=8 * font)
         ax.set_ylim(bottom=0)
         ax.tick_params(labelsize=7 * font)
-        ax.set_title(heads[key] if key in heads else own[key].title, fontsize=8 * font, loc="left", pad=3, color="#333333")
+        ax.set_title(heads[key] if key in heads else own[key].title, fontsize=8 * font, loc="left", pad=3,
+                     color="#333333")
         handles, names = ax.get_legend_handles_labels()
         if handles and ax.get_legend() is None:  # a panel of its own may have made its legend already
-            ax.legend(handles, names, fontsize=6.5 * font, loc="upper left", bbox_to_anchor=(1.005, 1.0), borderaxespad=0)
+            ax.legend(handles, names, fontsize=6.5 * font, loc="upper left", bbox_to_anchor=(1.005, 1.0),
+                      borderaxespad=0)
     axes[0].set_xlim(0, end + 0.5)
     axes[-1].set_xlabel("seconds since the demo started", fontsize=8 * font)
     if title:

@@ -53,7 +53,8 @@ class Controls:
         """Turn a knob as its control would: the rate at once, partitions by a CreatePartitions request, the cap,
         trigger, cost and minPartitions by restarting the query on the same checkpoint."""
         if knob not in KNOBS and knob not in self.knobs and knob.removeprefix("rate:") not in self.sources:
-            raise _settings.KnobError(f"unknown knob {knob!r}; one of {', '.join((*KNOBS, *self.knobs, *self._rate_knobs()))}")
+            known = ", ".join((*KNOBS, *self.knobs, *self._rate_knobs()))
+            raise _settings.KnobError(f"unknown knob {knob!r}; one of {known}")
         value = self.checked(knob, value)  # refused here, in the cell that gave it, not by the running query
         if self.ended:
             return  # nothing acts after the demo ended

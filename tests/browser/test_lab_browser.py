@@ -293,7 +293,8 @@ def test_under_run_all_a_slider_acts_while_the_wait_cell_runs(lab):
     base, token = lab
     with _notebook_page(base, token, MODULE, "run-all-failure.png") as page:
         first_demo = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
-            c => /Demo\\(/.test(c.model.sharedModel.getSource()) && /\\.start\\(\\)/.test(c.model.sharedModel.getSource()))"""
+            c => /Demo\\(/.test(c.model.sharedModel.getSource())
+                 && /\\.start\\(\\)/.test(c.model.sharedModel.getSource()))"""
         page.wait_for_function(f"() => ({first_demo})() > 0", timeout=60_000)
         index = page.evaluate(first_demo)
         page.evaluate("""async () => { const app = window.jupyterapp, panel = app.shell.currentWidget;
