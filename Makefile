@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
 LAB_PORT ?= 8888
 
-.PHONY: help setup lab test test-fast test-docker bench release broker-start broker-stop clean browser-deps compose-deps
+.PHONY: workshop workshop-deps help setup lab test test-fast test-docker bench release broker-start broker-stop clean browser-deps compose-deps
 
 help: ## list the targets, and the variables you may set
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found: install Python 3.11 (or run make PYTHON=/path/to/python3.11)"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,workshop]'
 	@rm -f $(VENV)/.installed-*; touch $(STAMP)
 
 setup: $(STAMP) ## create .venv, resolve Apache Kafka's and Spark's connector jars, start the broker (seconds when done)
@@ -46,7 +46,7 @@ compose-deps: ## install Debian's docker-compose, which the tests use to validat
 	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose >/dev/null) || echo "warning: could not install docker-compose"; \
 	  else echo "note: docker-compose is not installed and this is not root: the compose tests will skip (apt-get install docker-compose)"; fi; fi
 
-test: setup browser-deps compose-deps ## set up and run every test (then the compose lab: make test-docker)
+test: setup browser-deps compose-deps workshop-deps ## set up and run every test (then the compose lab: make test-docker)
 	$(PY) -m pytest -q -p no:cacheprovider --durations=25 --ignore=tests/docker
 	@$(MAKE) --no-print-directory test-docker
 
@@ -55,6 +55,15 @@ test-docker: setup browser-deps ## build and run the compose lab on podman, Debi
 
 test-fast: setup compose-deps ## unit tests only (no broker, no Spark)
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+
+CHP := .streamlab/node/node_modules/.bin/configurable-http-proxy
+
+workshop-deps: $(STAMP) ## install JupyterHub's proxy (configurable-http-proxy 5.3.0, npm) into .streamlab/node/
+	@test -x $(CHP) || { command -v npm >/dev/null || { echo "error: npm not found: install Node.js 18+ and npm (Debian: apt-get install npm)"; exit 1; }; \
+	  mkdir -p .streamlab/node && npm install --silent --prefix .streamlab/node --no-save --no-audit --no-fund configurable-http-proxy@5.3.0; }
+
+workshop: setup workshop-deps ## serve the course to a room: JupyterHub and the room's SCRAM Kafka on 127.0.0.1 (docs/workshop.md); Ctrl-C stops both
+	@$(PY) -m streamlab.workshop start
 
 bench: setup ## print the benchmark ratios (engine vs raw consumer, grading vs running)
 	$(PY) -m streamlab.bench

@@ -311,6 +311,9 @@ def main() -> int:
                 print(f"  {module} / 00-setup run time: {seconds / plain:.2f}")
     _cluster(lab_peak, RECORDS / conn)
     _containers(native)
+    from streamlab.workshop.bench import workshop_section
+
+    workshop_section()  # a hub for a room: start, first login to first batch, memory per learner, grading rate
     return 0
 
 

@@ -154,8 +154,9 @@ def running(room: Room) -> int | None:
         return None
 
 
-def start(room: Room, timeout: float = 60.0) -> str:
-    """Format (first time: with the admin's SCRAM credential) and start the room's broker; set the quotas."""
+def start(room: Room, timeout: float = 180.0, produce: int = PRODUCE_BYTES_S, fetch: int = FETCH_BYTES_S) -> str:
+    """Format (first time: with the admin's SCRAM credential) and start the room's broker; set the user quota
+    (`produce` and `fetch` bytes per second, per user and broker)."""
     from streamlab.lab.broker import probe_one
 
     if running(room):
@@ -201,7 +202,7 @@ def start(room: Room, timeout: float = 60.0) -> str:
                 raise LabError(f"the room's broker did not answer within {timeout:.0f} s; see "
                                f"{room.folder / 'broker.log'}") from None
             time.sleep(0.5)
-    set_quotas(room)
+    set_quotas(room, produce, fetch)
     return room.bootstrap
 
 

@@ -13,6 +13,8 @@ import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -25,7 +27,7 @@ from streamlab.workshop.__main__ import approve, start, stop
 from streamlab.workshop.client import HubError, Learner
 from streamlab.workshop.hub import REPO, Settings
 
-pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.timeout(2400)]  # minutes on a machine shared by many runs
 
 RIGHT = {"ex1_cap": "cap = -(-ex1_records // ex1_batches)", "q1_answer": 'q1 = "b"'}
 WRONG = {"ex1_cap": "cap = ex1_records", "q1_answer": 'q1 = "c"'}
@@ -41,6 +43,11 @@ def hub(bootstrap):
                         instructor="teacher", mem_limit="2G", spark_cores=1, spark_memory="512m")
     old = os.environ.get("STREAMLAB_WORKSHOP_ROOT")
     os.environ["STREAMLAB_WORKSHOP_ROOT"] = str(root)
+    settings.save()
+    # A run killed by a time-out runs no teardown: this watcher stops the workshop when the test process is gone.
+    guardian = subprocess.Popen(
+        [sys.executable, "-c", GUARDIAN, str(os.getpid()), str(root)], start_new_session=True,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         start(settings)
         yield settings
@@ -52,6 +59,24 @@ def hub(bootstrap):
         else:
             os.environ["STREAMLAB_WORKSHOP_ROOT"] = old
         shutil.rmtree(root, ignore_errors=True)
+        guardian.kill()
+        guardian.wait()
+
+
+GUARDIAN = """
+import os, shutil, sys, time
+pid, root = int(sys.argv[1]), sys.argv[2]
+while True:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        break
+    time.sleep(1)
+if os.path.isdir(root):
+    from streamlab.workshop.__main__ import main
+    main(["--root", root, "stop", "--remove-accounts"])
+    shutil.rmtree(root, ignore_errors=True)
+"""
 
 
 @pytest.fixture(scope="module")
