@@ -116,13 +116,14 @@ def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total"
         for t, text in demo.restarts:
             for ax in axes:
                 ax.axvline(t + shift, color=RESTART_COLOR, linestyle="--", linewidth=1.2, alpha=0.9)
-            axes[0].annotate(text if one else f"{label} {text}", (t + shift, 1), xycoords=("data", "axes fraction"),
-                             fontsize=7 * font, rotation=90, va="top", ha="right", color=RESTART_COLOR, bbox=_LABEL_BOX)
+            axes[0].annotate(text if one else f"{label}: {text.removeprefix('restart: ')}", (t + shift, 1), xycoords=("data", "axes fraction"),
+                             fontsize=7 * font, rotation=90, va="top", ha="right", color=RESTART_COLOR,
+                             bbox=_LABEL_BOX).set_in_layout(False)
         for t, text in demo.marks:
             for ax in axes:
                 ax.axvline(t + shift, color="#777777", linestyle=":", linewidth=1)
             axes[-1].annotate(text, (t + shift, 1), xycoords=("data", "axes fraction"), fontsize=7 * font, rotation=90,
-                              va="top", ha="right", color="#555555", bbox=_LABEL_BOX)
+                              va="top", ha="right", color="#555555", bbox=_LABEL_BOX).set_in_layout(False)
     labels = {"rates": "records/s", "duration": "batch ms", "rows": "rows per batch", "lag": "lag (offsets)",
               "tasks": "tasks"}
     heads = {"rates": "input rate vs process rate", "duration": "batch duration vs trigger interval",
