@@ -116,7 +116,8 @@ def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total"
         for t, text in demo.restarts:
             for ax in axes:
                 ax.axvline(t + shift, color=RESTART_COLOR, linestyle="--", linewidth=1.2, alpha=0.9)
-            axes[0].annotate(text if one else f"{label}: {text.removeprefix('restart: ')}", (t + shift, 1), xycoords=("data", "axes fraction"),
+            words = text if one else f"{label}: {text.removeprefix('restart: ')}"
+            axes[0].annotate(words, (t + shift, 1), xycoords=("data", "axes fraction"),
                              fontsize=7 * font, rotation=90, va="top", ha="right", color=RESTART_COLOR,
                              bbox=_LABEL_BOX).set_in_layout(False)
         for t, text in demo.marks:
