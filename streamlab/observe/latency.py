@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import statistics
 import time
+import uuid
 from dataclasses import dataclass, field
 
 LOG_APPEND_TIME = {"message.timestamp.type": "LogAppendTime"}
@@ -213,6 +214,7 @@ REFUSED = {
     'realTime="1 second"': dict(trigger={"realTime": "1 second"}),
     "the rate source": dict(source="rate"),
     "foreachBatch": dict(sink="foreachBatch"),
+    "the memory sink": dict(sink="memory"),
     "groupBy().count() (stateful)": dict(shape="count"),
     "maxOffsetsPerTrigger": dict(options={"maxOffsetsPerTrigger": "100"}),
     "minPartitions": dict(options={"minPartitions": "4"}),
@@ -234,6 +236,8 @@ def refused_query(spark, topic: str, bootstrap: str, output_mode: str = "update"
     writer = writer.option("checkpointLocation", new_checkpoint("refused"))
     if sink == "foreachBatch":
         writer = writer.foreachBatch(lambda batch, batch_id: None)
+    elif sink == "memory":
+        writer = writer.format("memory").queryName(f"refused_{uuid.uuid4().hex[:8]}")
     else:
         writer = writer.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", topic + "-never")
     return writer.start()

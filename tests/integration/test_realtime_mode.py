@@ -35,6 +35,8 @@ def test_what_realtime_mode_refuses_fails_with_sparks_own_error(spark, topic):
     # sql/.../runtime/RealTimeModeAllowlist.scala:28-33 and 86-97, checked by sql/.../classic/DataStreamWriter.scala:311-316.
     assert "OPERATOR_OR_SINK_NOT_IN_ALLOWLIST" in errors["foreachBatch"]
     assert "ForeachBatchSink" in errors["foreachBatch"]
+    # So is `format("memory")`'s MemorySink (DataStreamWriter.scala:237; only ContinuousMemorySink is listed).
+    assert "OPERATOR_OR_SINK_NOT_IN_ALLOWLIST" in errors["the memory sink"] and "MemorySink" in errors["the memory sink"]
     # Stateful operators (and the shuffle they need) are not in the operator allowlist in 4.2: RealTimeModeAllowlist
     # .scala:35-60, checked on the planned batch at sql/.../runtime/MicroBatchExecution.scala:1220-1225.
     assert "OPERATOR_OR_SINK_NOT_IN_ALLOWLIST" in errors["groupBy().count() (stateful)"]
