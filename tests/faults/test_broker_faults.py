@@ -175,7 +175,7 @@ def test_lab_stops_only_a_broker_it_started(port, broker_ran_before):
     lab = subprocess.Popen([sys.executable, "-m", "streamlab", "lab", "--port", str(lab_port)], env=env, cwd=ROOT,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        assert _wait_http(f"http://127.0.0.1:{lab_port}/api/status", 90), "JupyterLab did not answer"
+        assert _wait_http(f"http://127.0.0.1:{lab_port}/api/status", 180), "JupyterLab did not answer"
         os.killpg(lab.pid, signal.SIGINT)  # what Ctrl-C in the terminal does: the whole foreground group
         lab.wait(timeout=40)
     finally:
@@ -288,3 +288,32 @@ def test_a_broker_lost_under_a_running_query(port, tmp_path):
     assert result["cleanup_s"] < 10 and "not answering" in result["cleanup"]
     assert broker.probe(f"127.0.0.1:{port}") == "closed", "cleanup() started the broker again"
     assert "Traceback" not in done.stderr
+
+
+def test_a_second_lab_keeps_the_broker_the_first_started(port):
+    """Two `make lab` on one broker (the second on LAB_PORT+1): Ctrl-C on the first leaves the broker to the second,
+    which stops it when it leaves last (it used to be stopped under the second lab)."""
+    env = {**os.environ, "KAFKA_BOOTSTRAP": "", "STREAMLAB_BROKER_PORT": str(port)}
+    labs = []
+    try:
+        for _ in range(2):
+            lab_port = _free_port()
+            lab = subprocess.Popen([sys.executable, "-m", "streamlab", "lab", "--port", str(lab_port)], env=env,
+                                   cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   start_new_session=True)
+            labs.append(lab)
+            assert _wait_http(f"http://127.0.0.1:{lab_port}/api/status", 180), "JupyterLab did not answer"
+        first, second = labs
+        os.killpg(first.pid, signal.SIGINT)
+        out, _ = first.communicate(timeout=60)
+        assert "broker left running: 1 other lab(s) or kernel(s) use it" in out, out[-2000:]
+        assert broker.probe(f"127.0.0.1:{port}") == "kafka", "the first lab stopped the broker the second uses"
+        os.killpg(second.pid, signal.SIGINT)
+        out, _ = second.communicate(timeout=60)
+        assert "broker stopped (a lab started it and no other lab or kernel uses it)" in out, out[-2000:]
+        assert broker.probe(f"127.0.0.1:{port}") == "closed"
+        assert not _processes_of(broker.data_dir(port, "kafka"))
+    finally:
+        for lab in labs:
+            if lab.poll() is None:
+                os.killpg(lab.pid, signal.SIGKILL)
