@@ -46,13 +46,19 @@ def cli(*args, env=None, timeout=90):
 
 def wipe(number: int) -> None:
     """Stop whatever broker of ours runs on `number` and delete its folder."""
-    broker.stop_broker(port=number)
     folder = broker.data_dir(number, "kafka")
-    for pid in processes_of(folder):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+    # A lab killed in the middle of its setup may still be launching the broker: look again for a few seconds.
+    deadline, quiet = time.monotonic() + 10, 0
+    while quiet < 3 and time.monotonic() < deadline:
+        broker.stop_broker(port=number)
+        found = processes_of(folder)
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        quiet = 0 if found else quiet + 1
+        time.sleep(0.5)
     shutil.rmtree(folder, ignore_errors=True)
 
 
