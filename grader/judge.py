@@ -310,7 +310,7 @@ class Judge:
         self.own: dict = {}  # names bound by earlier test cells (e.g. a run one check starts and the next reads)
 
     def judge(self, grade_id: str, source: str, max_points: float) -> Verdict:
-        """Run one test cell here; points = max_points x passed checks / checks (0 when the cell breaks)."""
+        """Run one test cell here; its points when every check passed, else 0 (also when the cell breaks)."""
         from streamlab.course import checks
 
         verdict = Verdict(grade_id, 0.0, max_points)
@@ -350,7 +350,10 @@ class Judge:
         verdict.output = out.getvalue()
         total = len(verdict.checks) + (1 if verdict.error else 0)
         passed = sum(c.passed for c in verdict.checks)
-        verdict.points = round(max_points * passed / total, 2) if total else 0.0
+        # All or nothing per test cell: its checks try one behaviour on several inputs, and an answer that passes
+        # only some of them is most often a constant that happens to fit one (`return "stable"`). Partial credit
+        # comes from an exercise's several test cells.
+        verdict.points = float(max_points) if total and passed == total else 0.0
         if not total:
             verdict.error = "the test made no check (tell the instructor)"
         return verdict

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import threading
+from pathlib import Path
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -91,13 +92,14 @@ def expect(passed: bool, name: str, expected: str, found: str, hint: str | None 
     return report(name, passed, line)
 
 
-def expect_form(ok: bool, name: str, found: str, hint: str | None = None) -> None:
-    """A visible check of an answer's form only: never a pass mark, and no points (the hidden tests decide)."""
+def expect_form(ok: bool, name: str, found: str, hint: str | None = None, what: str = "its form") -> None:
+    """A visible check of part of an answer (`what`: its form, by default): never a pass mark, and no points
+    (the hidden checks of the same cell grade the answer)."""
     ok = bool(ok) if type(ok).__module__ == "numpy" else ok is True
     if judging():
-        return None  # the form is worth nothing; the hidden checks of the same cell grade the answer
+        return None
     if ok:
-        print(f"{FORM} {name}: answered ({found}); only its form is checked here, Check my work grades it")
+        print(f"{FORM} {name}: {found} — only {what} is checked here; Check my work grades the answer")
         return None
     print(f"{FAIL} {name} — found {found}." + (f" Hint: {hint}" if hint else ""))
     return None
@@ -125,6 +127,38 @@ def expect_close(actual, expected: float, name: str, rel: float = 0.05, hint: st
     ok = isinstance(actual, (int, float)) and not isinstance(actual, bool) and math.isclose(
         actual, expected, rel_tol=rel, abs_tol=1e-9)
     return expect(ok, name, f"{expected} (±{rel:.0%})", repr(actual), hint)
+
+
+# -- going back after Run All --------------------------------------------------------------------------------
+
+def needs(section: str, folders=(), topics=(), names=()) -> None:
+    """Before a check reads lesson state: when the last cell's cleanup() deleted it (or its cells did not run yet),
+    stop with one line naming the section to run again, instead of a traceback. Nothing to do while grading."""
+    if judging():
+        return None
+    from streamlab.errors import LabError
+
+    missing = [f"`{n}`" for n in names if _user_ns().get(n) is None]
+    missing += [f"the checkpoint {Path(str(f)).name}" for f in folders if not (f and Path(str(f)).is_dir())]
+    if topics and not missing:
+        from streamlab.lab import topics as _topics
+
+        try:
+            present = set(_topics.list_topics())
+        except Exception:  # a broker that does not answer is said by the setup cell, not here
+            present = set(topics)
+        missing += [f"the topic {t}" for t in topics if t not in present]
+    if missing:
+        raise LabError(f"this cell needs {', '.join(missing)}, deleted by the last cell's cleanup() or not made yet: "
+                       f"run the cells from “{section}” down to this one again")
+    return None
+
+
+def _user_ns() -> dict:
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell.user_ns if shell is not None else {}
 
 
 # -- calling a learner's code, and inputs made for a check ---------------------------------------------------

@@ -177,9 +177,10 @@ def test_untouched_student_version_scores_zero(cohort):
 def test_partial_credit_and_hidden_test_hint(cohort):
     results, _ = cohort
     r = results["partial"]
-    # ex2: its visible check (a dict) passes, its hidden one (the right offsets) does not: half the points
-    assert _points(r) == {"ex1_total_lag": 2, "ex2_end_offsets": 1, "q1_offsets_home": 1, "q2_cap_split": 0}
-    assert r.score == 4
+    # ex2: its visible check (a dict) passes, its hidden one (the right offsets) does not: a test cell earns its
+    # points only when all its checks pass (a constant that fits one input earns nothing)
+    assert _points(r) == {"ex1_total_lag": 2, "ex2_end_offsets": 0, "q1_offsets_home": 1, "q2_cap_split": 0}
+    assert r.score == 3
     hint = _hint(r, "ex2_end_offsets")
     assert hint.startswith("✗ ex2_end_offsets_values — found {0: 5, 1: 5}. Hint: 12 messages"), hint
     assert "{0: 6, 1: 6}" not in hint, "a failed check must not print the answer"
@@ -216,7 +217,7 @@ def test_hidden_tests_are_out_of_reach_and_never_in_feedback(cohort):
 def test_a_tampering_submission_changes_nothing_for_the_others(cohort):
     """cheat-fake-key tried to overwrite every copy of the notebook and gradebook it could find."""
     results, _ = cohort
-    assert results["solution"].score == 6 and results["partial"].score == 4
+    assert results["solution"].score == 6 and results["partial"].score == 3
     assert hashlib.sha256(SOLUTION.read_bytes()).hexdigest() == SOLUTION_SHA, "the answer key was changed"
 
 
@@ -296,7 +297,7 @@ def test_grades_csv_and_feedback(cohort):
     got = {row["student"]: (row["assignment"], row["score"], row["max_score"]) for row in rows}
     assert {row["student"]: row["status"] for row in rows if row["status"] != "graded"} == {
         "malformed": "ungradable"}
-    expected = {"solution": "6", "untouched": "0", "partial": "4", "swallow": "2", "duplicated": "6", "syntax": "4", "exception": "4", "loop": "4",
+    expected = {"solution": "6", "untouched": "0", "partial": "3", "swallow": "2", "duplicated": "6", "syntax": "4", "exception": "4", "loop": "4",
                 "deleted": "5", "reordered": "5", "edited": "4", "malformed": "0", "wrongname": "6", "crash": "5",
                 **{cheat: "0" for cheat in CHEATS}}
     assert got == {s: (AID, score, "6") for s, score in expected.items()}
@@ -329,10 +330,10 @@ def test_check_cli_prints_table_and_leaves_file_alone(released, tmp_path, bootst
     done = _run("check", str(path), "--timeout", str(TIMEOUT * 3), "--results", str(tmp_path / "results"))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
-    assert lines[-1] == "score: 4 / 6", done.stdout
+    assert lines[-1] == "score: 3 / 6", done.stdout
     assert any(ln.startswith("exercise") and "points" in ln and "status" in ln and "hint" in ln for ln in lines)
     row = next(ln for ln in lines if ln.startswith("ex2_end_offsets"))
-    assert "1/2" in row and "partial" in row and "✗ ex2_end_offsets_values" in row, row
+    assert "0/2" in row and "failed" in row and "✗ ex2_end_offsets_values" in row, row
     assert (tmp_path / "results" / f"{AID}.html").is_file()
     assert f"feedback: {tmp_path / 'results' / f'{AID}.html'}" in done.stdout
     assert (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_mtime_ns) == before, \
