@@ -215,7 +215,7 @@ def test_check_button_saves_and_grades_the_open_notebook(lab):
         text = page.evaluate("() => document.body.innerText")
     assert "Saved 00-setup.ipynb" in text, "the check did not save the open notebook"
     assert "score: 2 / 3" in text, f"the unsaved answer was not graded: {text[-1500:]}"
-    assert "ex1_four_batches" in text and "✅ passed" in text
+    assert "ex1_four_batches" in text and "✓ passed" in text
 
 
 def test_readme_check_command_in_jupyterlab_terminal(lab):
