@@ -364,6 +364,49 @@ FIXED = [
     ("sink-read-committed", "sinks", "Readers of a topic written by transactional producers should set:",
      ["kafka.isolation.level=read_committed", "failOnDataLoss=false", "includeHeaders", "minPartitions"], "a",
      "Aborted records are then skipped (they still use offsets, so a capped batch may hold fewer rows)."),
+    ("offsets-by-time", "offsets", "How do you start a new query at the records written since 14:00?",
+     ["kafka-consumer-groups --reset-offsets --to-datetime", "startingTimestamp (or startingOffsetsByTimestamp per "
+      "partition) on a new checkpoint", "endingTimestamp", "startingOffsets=\"14:00\""], "b",
+     "Each partition starts at the first record at or after that time (offsetsForTimes); with no such record the "
+     "default startingOffsetsByTimestampStrategy=error fails and `latest` starts at latest. Like startingOffsets "
+     "it counts only on a query's first start."),
+    ("offsets-data-loss-metrics", "offsets", "With failOnDataLoss=false a batch skips offsets that retention "
+     "deleted. Where do you see it?",
+     ["nowhere: it is silent", "numInputRows in lastProgress counts them", "the Kafka scan's task metrics dataLoss "
+      "and offsetOutOfRange (the SQL metrics of the batch), and a warning in the log",
+      "in the consumer group's lag"], "c",
+     "The scan counts how often it met lost data and how many offsets it skipped; progress events only show the rows "
+     "that were left."),
+    ("offsets-missing-metadata", "offsets", "Spark 4.2 restarts a query whose checkpoint has offsets/ and commits/ "
+     "but no metadata file. What happens?",
+     ["a new query id is generated", "it fails with STREAMING_CHECKPOINT_MISSING_METADATA_FILE",
+      "it starts from startingOffsets", "it deletes the checkpoint"], "b",
+     "A new id would make sinks that recognise replays by query id take them for new data; 4.2 refuses instead "
+     "(spark.sql.streaming.checkpoint.verifyMetadataExists.enabled, default true)."),
+    ("source-kip848", "source", "What does Kafka's new consumer group protocol (KIP-848) change for Spark's "
+     "Kafka source on the default path?",
+     ["every query must set group.protocol=consumer", "partition assignment moves to the broker, so tasks get "
+      "other partitions", "nothing: the driver lists offsets with the AdminClient and executors assign() partitions; "
+      "nobody joins a group", "Spark commits offsets to the group"], "c",
+     "KIP-848 changes how members join a group and receive partitions; a Spark query never joins one."),
+    ("sink-dedup-watermark", "sinks", "A topic written by Spark's Kafka sink holds replayed duplicates (same id, new "
+     "offsets). A streaming reader can drop them with:",
+     ["dropDuplicatesWithinWatermark on the id, with a watermark on event time", "kafka.isolation.level="
+      "read_committed", "failOnDataLoss=false", "dropDuplicates on (topic, partition, offset)"], "a",
+     "The copies have new offsets but the same id; dropDuplicatesWithinWatermark (3.5) remembers each id until the "
+     "watermark passes it, so its state stays bounded."),
+    ("sink-async-progress", "sinks", "What does asyncProgressTrackingEnabled=true do for a Kafka-to-Kafka query?",
+     ["makes the sink exactly-once", "writes offsets/ and commits/ in the background at most every "
+      "asyncProgressTrackingCheckpointIntervalMs, so batches are shorter but a restart re-runs more of them",
+      "commits offsets to Kafka", "works with foreachBatch and availableNow"], "b",
+     "It accepts only the Kafka, noop, console and memory sinks, processing-time triggers and stateless queries; "
+     "more replays after a restart suit an at-least-once sink."),
+    ("sink-open-transaction", "sinks", "A read_committed query stops receiving rows while the topic's log end keeps "
+     "growing. A likely cause:",
+     ["maxOffsetsPerTrigger is too low", "a producer left a transaction open: readers stop at the last stable "
+      "offset until it commits or aborts", "the checkpoint is full", "the group was reset"], "b",
+     "Records behind an open transaction wait with it, committed or not; the query's latestOffset stays at the last "
+     "stable offset."),
 ]
 
 

@@ -183,3 +183,24 @@ def test_group_id_hash_is_of_the_sources_checkpoint_folder():
     # metadataPath = $checkpointRoot/sources/<id> (spark-sql_2.13/.../utils/StreamingUtils.scala:51-68).
     assert "hash of the checkpoint path" not in cells("08")["7a5f98d6"]
     assert "`<checkpoint>/sources/<i>`" in cells("08")["7a5f98d6"]
+
+
+def test_the_interview_pool_asks_about_what_is_new_since_3x():
+    # KafkaSourceProvider.scala:569-582 (startingTimestamp, ...ByTimestampStrategy); KafkaSourceProvider.scala:550-557
+    # (the scan's offsetOutOfRange/dataLoss metrics); StreamingQueryCheckpointMetadata.scala:62-76 (4.2's missing
+    # metadata check); AsyncProgressTrackingMicroBatchExecution.scala:253-295 (sinks and triggers it accepts).
+    ids = {q[0] for q in interview.FIXED}
+    assert {"offsets-by-time", "offsets-data-loss-metrics", "offsets-missing-metadata", "source-kip848",
+            "sink-dedup-watermark", "sink-async-progress", "sink-open-transaction"} <= ids
+    assert "STREAMING_CHECKPOINT_MISSING_METADATA_FILE" in asked("offsets-missing-metadata")
+    assert "noop, console and memory" in asked("sink-async-progress")
+
+
+def test_the_new_live_cells_are_in_their_modules():
+    # Each cell proves its point live when the notebook runs (tests/notebooks/test_modules.py).
+    c02, c07, c08 = cells("02"), cells("07"), cells("08")
+    assert "startingOffsetsByTimestampStrategy" in c02["m2-bytime-code"]
+    assert 'failOnDataLoss="false"' in c02["m2-dataloss-code"] and "unlink()" in c02["m2-metadata-code"]
+    assert "dropDuplicatesWithinWatermark" in c07["m7-dedup-code"]
+    assert "OpenTransaction" in c07["m7-open-tx-code"] and "asyncProgressTrackingEnabled" in c07["m7-async-code"]
+    assert "assign()" in c08["m8-kip848-code"]
