@@ -336,19 +336,14 @@ class LiveDemo(Controls, LiveLoop):
         try:
             while self._thread is not None and self._thread.is_alive():
                 self._thread.join(0.25)  # short joins: ■ is answered at once
+            self.stop()
+            self._freeze()
         except KeyboardInterrupt:
             # The poller stops query and producer by itself (its `finally`); the cell answers at once, in one line.
             self.stop_soon()
             self.warn("stopped by ■ (interrupt): the chart shows what the demo ran until then")
-            try:
-                if self._thread is not None:
-                    self._thread.join(5)
-            except KeyboardInterrupt:
-                pass  # a second ■: the poller still stops everything in the background
             raise LabError(f"The demo on {self.topic} was interrupted and stopped after {len(self.history)} batches; "
                            "run its cells again to start it anew.") from None
-        self.stop()
-        self._freeze()
         if self.lost is not None:
             raise LabError(self.lost)
         return self.batches
