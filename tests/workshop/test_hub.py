@@ -172,7 +172,8 @@ def _hand_in(learner: Learner, answers: dict | None) -> None:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         if gid in answers:
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            cell["source"] = source.replace("# YOUR CODE HERE\n...", answers[gid])
+            # the released stub, or an earlier wrong answer (a learner fixing their notebook before a regrade)
+            cell["source"] = source.replace("# YOUR CODE HERE\n...", answers[gid]).replace(WRONG[gid], answers[gid])
     learner.save_notebook(path, notebook)
 
 
