@@ -94,7 +94,7 @@ def test_a_bad_producer_rate_names_rate(rate):
 
 @pytest.mark.parametrize("options, says", [
     ({"maxoffsetspertrigger": "0"}, "maxOffsetsPerTrigger=0: Spark reads NO records"),
-    ({"maxoffsetspertrigger": "-1"}, "maxOffsetsPerTrigger=-1: Spark reads NO records"),
+    ({"maxoffsetspertrigger": "-1"}, "maxOffsetsPerTrigger=-1: a negative cap makes Spark plan each partition's end before its start"),
     ({"maxoffsetspertrigger": "abc"}, "maxOffsetsPerTrigger='abc' is not a whole number"),
     ({"minoffsetspertrigger": "1e3"}, "minOffsetsPerTrigger='1e3' is not a whole number"),
 ])
