@@ -173,7 +173,7 @@ def _jars_module():
     try:
         from streamlab.lab import jars
     except ImportError:  # before the package's reorganisation
-        from streamlab import jars
+        from streamlab.lab import jars
     return jars
 
 

@@ -76,7 +76,7 @@ def test_two_starts_at_once_give_one_broker(port):
 
 def test_an_exit_handler_never_restarts_a_stopped_broker(port):
     """A script that made a topic and stopped the broker: exiting does not start the broker again."""
-    script = ("import streamlab\nfrom streamlab import lab\nlab.new_topic('exit')\nstreamlab.stop_broker()\n")
+    script = ("import streamlab\nfrom streamlab.lab import lifecycle as lab\nlab.new_topic('exit')\nstreamlab.stop_broker()\n")
     env = {**os.environ, "KAFKA_BOOTSTRAP": "", "STREAMLAB_BROKER_PORT": str(port)}
     done = subprocess.run([sys.executable, "-c", script], env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=120)

@@ -458,7 +458,7 @@ def test_a_broker_lost_mid_check_is_not_the_learner_s_fault(tmp_path, monkeypatc
     nb = nbformat.read(SOLUTION, as_version=4)
     first = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     nb.cells.insert(first + 1, nbformat.v4.new_code_cell(
-        f"import time\nfrom streamlab import broker, topics\ntopics.create_topic({running!r})\n"
+        f"import time\nfrom streamlab.lab import broker, topics\ntopics.create_topic({running!r})\n"
         "deadline = time.monotonic() + 200\n"
         "while broker.probe(bootstrap, timeout=1.0) == 'kafka' and time.monotonic() < deadline:\n"
         "    time.sleep(0.2)"))
