@@ -426,12 +426,12 @@ def test_no_java_is_could_not_grade_never_a_zero(tmp_path):
     no_java = {"JAVA_HOME": str(tmp_path / "nowhere")}
     checked = _grader("check", str(copy), env=no_java)
     assert checked.returncode == 4, checked.stdout + checked.stderr
-    assert "could not grade: Java was not found" in checked.stderr and "JAVA_HOME" in checked.stderr
+    assert "could not grade: JAVA_HOME=" in checked.stderr and "holds no Java" in checked.stderr
     assert "score:" not in checked.stdout
     subs = tmp_path / "subs"
     shutil.copyfile(SOLUTION, _write(subs, "ada", raw=b""))
     graded = _grader("grade", str(subs), "--out", str(tmp_path / "out"), env=no_java)
-    assert graded.returncode == 4 and "could not grade: Java was not found" in graded.stderr
+    assert graded.returncode == 4 and "could not grade: JAVA_HOME=" in graded.stderr and "holds no Java" in graded.stderr
     assert not (tmp_path / "out" / "grades.csv").exists(), "a cohort graded without Java got scores"
 
 
@@ -481,7 +481,7 @@ def test_a_broker_lost_mid_check_is_not_the_learner_s_fault(tmp_path, monkeypatc
     killer = threading.Thread(target=lose_the_broker_mid_run, daemon=True)
     killer.start()
     try:
-        with pytest.raises(CouldNotGrade, match="stopped answering during the check.*broker start"):
+        with pytest.raises(CouldNotGrade, match="stopped answering while cell .* ran.*broker start"):
             grade_notebook(copy, source=FIXTURES, timeout=120)
     finally:
         killer.join(timeout=250)
