@@ -77,6 +77,7 @@ class BrokerWatch(threading.Thread):
     _current: "BrokerWatch | None" = None
     _stopped: dict = {}  # query id -> the line that says why the watch stopped it
     _awaited: dict = {}  # query id -> how many calls wait on it (they raise the line themselves: said once)
+    _raised: set = set()  # query ids whose failure a waiting call raised as one line: the watch says it no more
 
     def __init__(self, session, bootstrap: str):
         super().__init__(name="streamlab-broker-watch", daemon=True)
@@ -222,14 +223,22 @@ class BrokerWatch(threading.Thread):
                             "re-run the cell.")
             self._say("lost", self.message, quiet=queries)  # each stopped query's line says it then
 
-    def _look_at_query(self, qid: str, query) -> None:
-        if qid not in self._sources:
+    _first_look = threading.Lock()
+
+    def notice_options(self, qid: str, query) -> None:
+        """Say once what is wrong with a new query's Kafka options (also for one that fails before the next look)."""
+        with self._first_look:
+            if qid in self._sources:
+                return
             self._sources[qid] = kafka_sources(query)
-            for source in self._sources[qid]:
-                problem = bad_option(source)
-                if problem:
-                    self._noticed.setdefault(qid, set()).add(problem)
-                    self._say("notice", problem)
+        for source in self._sources[qid]:
+            problem = bad_option(source)
+            if problem:
+                self._noticed.setdefault(qid, set()).add(problem)
+                self._say("notice", problem)
+
+    def _look_at_query(self, qid: str, query) -> None:
+        self.notice_options(qid, query)
         for source in self._sources[qid]:
             servers = source.get("kafka.bootstrap.servers", "")
             ours = _same_servers(servers, self.bootstrap)
@@ -282,7 +291,7 @@ class BrokerWatch(threading.Thread):
     def _ended(self, qid: str, query) -> None:
         """A query that ended by itself: if it failed on a topic that is gone or a bad option, say so in a line
         (unless a call waits on it: awaitTermination / processAllAvailable raise that line themselves)."""
-        if qid in self._stopped or qid in self._said or self._awaited.get(qid):
+        if qid in self._stopped or qid in self._said or self._awaited.get(qid) or qid in self._raised:
             return
         self._said.add(qid)
         try:
@@ -407,6 +416,9 @@ def _guard_queries() -> None:
         return
     from pyspark.sql.streaming.query import StreamingQuery
 
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    start_original = DataStreamWriter.start
     await_original = StreamingQuery.awaitTermination
     process_original = StreamingQuery.processAllAvailable
     stop_original = StreamingQuery.stop
@@ -434,6 +446,10 @@ def _guard_queries() -> None:
         except Exception as exc:
             line = explain_failure(query, exc)
             if line:
+                try:
+                    BrokerWatch._raised.add(str(query.id))
+                except Exception:  # noqa: BLE001 - the gateway is gone: nothing more will be said anyway
+                    pass
                 raise LabError(line) from None
             raise
 
@@ -464,6 +480,16 @@ def _guard_queries() -> None:
                 raise LabError(why)
             return result
 
+    def start(self, *args, **kwargs):
+        query = start_original(self, *args, **kwargs)
+        watch = BrokerWatch._current
+        if watch is not None:
+            try:
+                watch.notice_options(str(query.id), query)  # a bad cap is named even if the query fails at once
+            except Exception:  # noqa: BLE001 - naming a bad option must never break a start
+                pass
+        return query
+
     def stop(self):
         if BrokerWatch.stopped_by_watch(self) and not self.isActive:
             return None  # the watch stopped it already; a second stop would wait on the same stuck thread
@@ -475,6 +501,8 @@ def _guard_queries() -> None:
     StreamingQuery.awaitTermination = awaitTermination
     StreamingQuery.processAllAvailable = processAllAvailable
     StreamingQuery.stop = stop
+    start.__doc__, start.__wrapped__ = start_original.__doc__, start_original
+    DataStreamWriter.start = start
     _guarded.append(True)
 
 
