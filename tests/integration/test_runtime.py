@@ -45,7 +45,7 @@ def test_kafka_bootstrap_pointing_at_nothing(monkeypatch):
     """KAFKA_BOOTSTRAP at a closed port: a one-line error naming the fix within seconds."""
     monkeypatch.setenv("KAFKA_BOOTSTRAP", f"127.0.0.1:{_free_port()}")
     started = time.monotonic()
-    with pytest.raises(streamlab.LabError, match="nothing answers there.*unset KAFKA_BOOTSTRAP"):
+    with pytest.raises(streamlab.LabError, match="nothing answers at 127.0.0.1:[0-9]+.*unset KAFKA_BOOTSTRAP"):
         streamlab.ensure_broker()
     assert time.monotonic() - started < 10
 
@@ -63,7 +63,7 @@ def test_missing_java_is_one_line(tmp_path):
     """No Java: `python -m streamlab doctor` prints one line naming the fix, no stack trace."""
     done, seconds = _cli("doctor", env={"JAVA_HOME": str(tmp_path / "nowhere")})
     assert done.returncode == 1
-    assert "Java was not found" in done.stderr and "JAVA_HOME" in done.stderr
+    assert "JAVA_HOME=" in done.stderr and "holds no Java" in done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert seconds < 10
 
