@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
 LAB_PORT ?= 8888
 
-.PHONY: workshop workshop-deps help setup lab test test-fast test-docker test-cluster bench release broker-start broker-stop clean browser-deps compose-deps
+.PHONY: workshop workshop-deps help setup lab test test-fast test-docker test-cluster test-workshop bench release broker-start broker-stop clean browser-deps compose-deps
 
 help: ## list the targets, and the variables you may set
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -47,7 +47,10 @@ compose-deps: ## install Debian's docker-compose, which the tests use to validat
 	  else echo "note: docker-compose is not installed and this is not root: the compose tests will skip (apt-get install docker-compose)"; fi; fi
 
 test: setup browser-deps compose-deps workshop-deps ## set up and run the suite CI runs (the compose and cluster labs have their own targets, not yet in it)
-	$(PY) -m pytest -q -p no:cacheprovider --durations=25 --ignore=tests/docker --ignore=tests/cluster
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25 --ignore=tests/docker --ignore=tests/cluster --ignore=tests/workshop
+
+test-workshop: setup workshop-deps ## the workshop hub with 5 learners, Kafka isolation between them, cohort grading (about 12 min)
+	$(PY) -m pytest -q -p no:cacheprovider --durations=10 tests/workshop
 
 test-cluster: setup ## the cluster lab's kill tests: 3 brokers and a Spark cluster, 10 broker and 10 executor kills
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests/cluster
