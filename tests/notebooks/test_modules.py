@@ -45,16 +45,18 @@ def _lab_run(path: Path, tmp: Path) -> dict:
             for index, cell in enumerate(nb.cells):
                 client.execute_cell(cell, index)
             into["seconds"] = round(time.monotonic() - started, 1)
+            # what Run All showed, read before going back: nbclient puts each re-run cell into nb.cells
+            code = [c for c in nb.cells if c.cell_type == "code"]
+            into["errors"] = [f"cell {i + 1}: {o.ename}: {o.evalue.splitlines()[0] if o.evalue else ''}"
+                              for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                              for o in c.get("outputs", []) if o.output_type == "error"]
+            into["stderr"] = [f"cell {i + 1}: {o.get('text', '')[:300]}" for i, c in enumerate(nb.cells)
+                              if c.cell_type == "code" for o in c.get("outputs", [])
+                              if o.output_type == "stream" and o.name == "stderr"]
+            into["setup"] = "".join(o.get("text", "") for o in code[0].get("outputs", [])
+                                    if o.output_type == "stream")
+            into["last_ran"] = bool(code[-1].get("execution_count"))
             into["reentry"] = _re_enter(client, nb)
-        code = [c for c in nb.cells if c.cell_type == "code"]
-        into["errors"] = [f"cell {i + 1}: {o.ename}: {o.evalue.splitlines()[0] if o.evalue else ''}"
-                          for i, c in enumerate(nb.cells) if c.cell_type == "code"
-                          for o in c.get("outputs", []) if o.output_type == "error"]
-        into["stderr"] = [f"cell {i + 1}: {o.get('text', '')[:300]}" for i, c in enumerate(nb.cells)
-                          if c.cell_type == "code" for o in c.get("outputs", [])
-                          if o.output_type == "stream" and o.name == "stderr"]
-        into["setup"] = "".join(o.get("text", "") for o in code[0].get("outputs", []) if o.output_type == "stream")
-        into["last_ran"] = bool(code[-1].get("execution_count"))
     except Exception as exc:  # a dead kernel or a timeout: the test reports it
         into["errors"] = [f"the run stopped: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"]
         into["last_ran"] = False
