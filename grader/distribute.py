@@ -12,7 +12,7 @@ LEFT_OUT = ("solutions/", "tests/", "grader/sample-submissions/")
 NOTE = """# This copy of the course has no solutions
 
 Your instructor grades this cohort with hidden tests, so `solutions/` and the course's own test suite are not
-here. Everything a learner uses is: `make lab` opens the notebooks, and the ✅/❌ lines under each exercise are
+here. Everything a learner uses is: `make lab` opens the notebooks, and the ✓/✗ lines under each exercise are
 the visible checks. "Check my work" and `python -m grader check` need the hidden tests, so they say so instead
 of grading; hand in your notebooks as your instructor asks.
 """

@@ -61,7 +61,7 @@ def _jvm_root_cause(exc: BaseException):
 
 
 def _show_short(shell, etype, value, tb, tb_offset=None):
-    print(f"⚠️  {value}")
+    print(f"⚠  {value}")
     return None
 
 

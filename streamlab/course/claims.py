@@ -1,4 +1,4 @@
-"""Live proofs of a reference sheet: small runs on the real stack that return plain data, and one ✅/❌ line per claim.
+"""Live proofs of a reference sheet: small runs on the real stack that return plain data, and one ✓/✗ line per claim.
 
 Each run is short (a `load()` that fails or not, a one-row batch write, an `availableNow` query over a small
 backlog), so a whole sheet can be proven in well under a minute. Results are plain dicts and lists, so exercise
@@ -22,11 +22,11 @@ _claims: dict[str, dict] = {}  # by claim text, so a re-run cell replaces its ve
 
 
 def claim(ok: bool, text: str, seen: str = "") -> None:
-    """Print `✅ text` or `❌ text (seen: …)` and remember the verdict (see `verdicts()`)."""
+    """Print `✓ text` or `✗ text (seen: …)` and remember the verdict (see `verdicts()`)."""
     ok = bool(ok)
     _claims.pop(text, None)
     _claims[text] = {"claim": text, "ok": ok, "seen": seen}
-    print(("✅ " if ok else "❌ ") + text + (f"  (seen: {seen})" if seen else ""))
+    print(("✓ " if ok else "✗ ") + text + (f"  (seen: {seen})" if seen else ""))
     # None, so a cell ending in a claim shows no Out[] line
 
 

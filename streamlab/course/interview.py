@@ -658,7 +658,7 @@ def report(scores: dict) -> str:
     asked = sum(r["asked"] for r in scores.values())
     lines = [f"score {right}/{asked}"]
     for topic, row in scores.items():
-        mark = "✅" if row["right"] == row["asked"] else "❌"
+        mark = "✓" if row["right"] == row["asked"] else "✗"
         lines.append(f"{mark} module {row['module']} ({row['title']}): {row['right']}/{row['asked']}")
     again = to_reread(scores)
     lines.append("reread: " + (", ".join(again) if again else "nothing, well done"))
@@ -738,7 +738,7 @@ class Interview:
                 b.button_style = "success"
             elif b.description == letter and not right:
                 b.button_style = "danger"
-        self.feedback.value = (("✅ right. " if right else f"❌ the answer is {q.key}. ") + html.escape(q.why))
+        self.feedback.value = (("✓ right. " if right else f"✗ the answer is {q.key}. ") + html.escape(q.why))
         self.next_button.disabled = False
         return right
 
@@ -761,8 +761,11 @@ class Interview:
         """Display the widget (headless runs show the first question as text too)."""
         from IPython.display import display
 
-        display(self.box)
+        # The first question as the box's text/plain: shown where no widget renders (a saved or headless run),
+        # never under the live box, which moves on to other questions.
+        bundle = self.box._repr_mimebundle_()
         q = self.current
         if q is not None:
-            print(f"Q1. {q.text}\n" + "\n".join(f"  {l}) {o}" for l, o in zip(LETTERS, q.options)))
+            bundle["text/plain"] = f"Q1. {q.text}\n" + "\n".join(f"  {l}) {o}" for l, o in zip(LETTERS, q.options))
+        display(bundle, raw=True)
         return None

@@ -337,8 +337,9 @@ class LiveLoop:
                 return
             self.ended = True
         self._done.set()
-        if self._widgets_made:  # first, so that nothing is moved while the demo stops
+        if self._widgets_made:  # first, so that nothing is moved while the demo stops, and the readout says so
             self._sync_controls(disable=True)
+            self._readout.value = f"<code>{self.readout(self.now())} · ended</code>"
         if self.lost is not None:
             # Stopping a query, a producer and a consumer of a lost broker can take each their client's timeout:
             # the learner has the line already, so stop them in the background and let wait() return now.
@@ -346,8 +347,7 @@ class LiveLoop:
         else:
             self._stop_everything()
         if self._widgets_made:
-            now = self.now()
-            self._readout.value = f"<code>{self.readout(now)} · ended</code>"
+            self._readout.value = f"<code>{self.readout(self.now())} · ended</code>"
             try:
                 self._image.value = self.png()
             except Exception:  # noqa: BLE001 - the interpreter is shutting down: the last picture stays

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import sys
 import threading
 import time
@@ -149,9 +150,9 @@ class BrokerWatch(threading.Thread):
         if event in ("broker up",) or quiet:
             return
         if _ipython() is None:
-            print(f"⚠️  {message}", file=sys.stderr, flush=True)
+            print(f"⚠  {message}", file=sys.stderr, flush=True)
         elif self._in_cell:
-            print(f"⚠️  {message}", flush=True)  # a thread's output goes to the cell that is running
+            print(f"⚠  {message}", flush=True)  # a thread's output goes to the cell that is running
         else:
             self._queue.append(message)  # said when the next cell starts
 
@@ -159,7 +160,7 @@ class BrokerWatch(threading.Thread):
         self._in_cell = True
         queued, self._queue = self._queue, []
         for message in queued:
-            print(f"⚠️  {message}")
+            print(f"⚠  {message}")
 
     def _cell_ends(self, *_args) -> None:
         self._in_cell = False
@@ -409,6 +410,20 @@ def explain_failure(query, exc) -> str | None:
 _guarded: list = []
 
 
+def unwritable_checkpoint(exc: BaseException) -> str | None:
+    """The one line for a query that cannot start because its checkpoint folder cannot be made or written."""
+    from streamlab.errors import first_line
+
+    line = first_line(exc)
+    found = re.search(r"(?:mkdir of|Mkdirs failed to create|Parent path is not a directory:|Permission denied:?|"
+                      r"Read-only file system:?|AccessDeniedException:)\s*(?:file:)?(\S+)", line)
+    if not found or not line.startswith(("IOException", "ParentNotDirectoryException", "AccessDeniedException",
+                                         "FileSystemException", "ReadOnlyFileSystemException")):
+        return None
+    return (f"Spark cannot make or write the query's checkpoint folder ({found.group(1).rstrip(':')}): give "
+            "checkpointLocation a folder you can write, such as streamlab.new_checkpoint().")
+
+
 def _guard_queries() -> None:
     """awaitTermination / processAllAvailable return at once, with the watch's line, for a query the watch stopped;
     stop() on it returns at once (its thread may still sit in a Kafka call for a minute)."""
@@ -481,7 +496,13 @@ def _guard_queries() -> None:
             return result
 
     def start(self, *args, **kwargs):
-        query = start_original(self, *args, **kwargs)
+        try:
+            query = start_original(self, *args, **kwargs)
+        except Exception as exc:
+            line = unwritable_checkpoint(exc)
+            if line:
+                raise LabError(line) from None
+            raise
         watch = BrokerWatch._current
         if watch is not None:
             try:
@@ -581,6 +602,8 @@ def _pid_runs(pid: int) -> bool:
 def _remove_folders() -> int:
     import shutil
 
+    from streamlab.lab import reentry
+
     made = list(_made_folders)
     _made_folders.clear()
     gone = 0
@@ -588,7 +611,8 @@ def _remove_folders() -> int:
         if os.path.isdir(folder):  # what a caller removed already is not counted as deleted here
             shutil.rmtree(folder, ignore_errors=True)
             gone += 1
-    return gone
+    reentry.forget((), made)
+    return gone + reentry.remove_recreated()
 
 
 def sweep_orphans(bootstrap: str | None = None, timeout: float = 5.0) -> str:
@@ -632,6 +656,7 @@ def cleanup(session=None) -> str:
 
 
 def _finish(session, budget: float, at_exit: bool = False) -> str:
+    from streamlab.lab import reentry
     from streamlab.lab.producer import stop_all
 
     deadline = time.monotonic() + budget
@@ -658,6 +683,7 @@ def _finish(session, budget: float, at_exit: bool = False) -> str:
     folders = _remove_folders()
     made = list(_made_topics)
     _made_topics.clear()
+    reentry.forget(made, ())  # the notebook's next cells that read them say so in one line
     left: list[str] = []
     deleted = 0
     if made and broker_lost:

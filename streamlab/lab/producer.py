@@ -295,7 +295,7 @@ class BackgroundProducer:
         call twice). What the broker did not acknowledge by then is counted in `failed` and printed."""
         line = self._stop_line(timeout)
         if line:
-            print(f"⚠️  {line}")
+            print(f"⚠  {line}")
         return self.sent
 
     def _stop_line(self, timeout: float) -> str:

@@ -254,7 +254,7 @@ class LagMonitor:
         if self._last_lag is not None:
             self._streak = self._streak + 1 if lag > self._last_lag else 0
             if self._streak == self.grow_polls:
-                message = (f"⚠️ lag grew {self.grow_polls} batches in a row, now {lag:,} records: the query is "
+                message = (f"⚠ lag grew {self.grow_polls} batches in a row, now {lag:,} records: the query is "
                            "falling behind (if it keeps growing it needs more throughput: partitions or "
                            "minPartitions with cores to match, cheaper processing)")
                 self.warnings.append(message)

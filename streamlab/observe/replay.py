@@ -145,8 +145,8 @@ class CheckpointBrowser:
         sources = ck.offsets(self.path, batch_id).sources
         lines = "<br>".join(html.escape(json.dumps(s, separators=(",", ":"))) for s in sources)
         committed = batch_id in ck.commits(self.path)
-        commit = (f"<code>commits/{batch_id}</code> ✅ written: batch {batch_id} finished" if committed else
-                  f"<code>commits/{batch_id}</code> ❌ missing: a restart re-runs batch {batch_id} with these offsets")
+        commit = (f"<code>commits/{batch_id}</code> ✓ written: batch {batch_id} finished" if committed else
+                  f"<code>commits/{batch_id}</code> ✗ missing: a restart re-runs batch {batch_id} with these offsets")
         rows = [r for r in batch_ranges(self.path) if r["batch"] == batch_id]
         table = _table(rows, ["topic", "partition", "start", "end", "records"])
         return (f"<p><code>offsets/{batch_id}</code> (written before the batch ran), source line(s): "

@@ -104,6 +104,13 @@ q = reader(bootstrap, topic, maxOffsetsPerTrigger="abc").writeStream.format("noo
 line, seconds = waited(lambda: q.awaitTermination(120))
 report("cap_abc", line=line, seconds=seconds)
 
+# 7b. A checkpoint folder that cannot be made (root may write anywhere, so a path under a file and one in /proc).
+for case, folder in (("checkpoint_under_a_file", "/etc/hostname/ck"), ("checkpoint_unwritable", "/proc/streamlab-ck")):
+    before = len(session.streams.active)
+    line, seconds = waited(lambda: reader(bootstrap, topic).writeStream.format("noop")
+                           .option("checkpointLocation", folder).start())
+    report(case, line=line, seconds=seconds, started=len(session.streams.active) - before)
+
 # 8. A kernel killed with its topics: the next setup() (sweep_orphans) deletes them.
 child = subprocess.run([sys.executable, "-c", "import os\nfrom streamlab.lab import lifecycle as lab\n"
                         "print(lab.new_topic('orphan'), lab.new_topic('orphan'), flush=True)\nos._exit(9)"],
@@ -239,6 +246,15 @@ def test_a_cap_that_is_not_a_number_is_named(cases):
     case = _case(cases, "cap_abc")
     assert case["line"] and "maxOffsetsPerTrigger='abc' is not a whole number" in case["line"], case
     assert case["seconds"] < BOUND_S
+
+
+@pytest.mark.parametrize("name, folder", [("checkpoint_under_a_file", "/etc/hostname"),
+                                          ("checkpoint_unwritable", "/proc/streamlab-ck")])
+def test_a_checkpoint_folder_that_cannot_be_written_is_named(cases, name, folder):
+    """A learner's checkpointLocation that cannot be made: one line naming the folder and the fix, no query."""
+    case = _case(cases, name)
+    assert case["line"] and f"checkpoint folder ({folder})" in case["line"], case
+    assert "streamlab.new_checkpoint()" in case["line"] and case["seconds"] < BOUND_S and case["started"] == 0, case
 
 
 def test_the_topics_of_a_dead_kernel_are_swept(cases):

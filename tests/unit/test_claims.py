@@ -12,8 +12,8 @@ def test_a_claim_prints_one_line_and_a_rerun_replaces_its_verdict(capsys):
     claims.claim(True, "the cap is split by backlog")
     claims.claim(True, "once ignores the cap")
     out = capsys.readouterr().out.splitlines()
-    assert out == ["❌ the cap is split by backlog  (seen: even)", "✅ the cap is split by backlog",
-                   "✅ once ignores the cap"]
+    assert out == ["✗ the cap is split by backlog  (seen: even)", "✓ the cap is split by backlog",
+                   "✓ once ignores the cap"]
     assert [(v["claim"], v["ok"]) for v in claims.verdicts()] == [("the cap is split by backlog", True),
                                                                  ("once ignores the cap", True)]
 
