@@ -9,6 +9,7 @@ that has no connector.
 from __future__ import annotations
 
 OFFLINE_NAME = "streamlab_kafka"
+FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 _patched = False
 
@@ -21,6 +22,8 @@ def register(session) -> None:
     if not getattr(session, "_streamlab_kafka_registered", False):
         session.dataSource.register(KafkaDataSource)
         session._streamlab_kafka_registered = True
+    # A batch read binds earliest/latest anew at every action, as the connector's does (source.replan_each_action).
+    session.conf.set(FILTER_PUSHDOWN_CONF, "true")
     # Spark refuses the default save mode (ErrorIfExists) for any Python data source; the sink restores Kafka's rules.
     route_save_modes()
     route_reads()

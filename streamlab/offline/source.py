@@ -10,6 +10,10 @@ after a crash in batch 0, starts where the first run did); `maxOffsetsPerTrigger
 stops early as the connector does; `Trigger.Once` reads everything, `availableNow` in capped batches; new partitions
 and topics start from earliest; vanished offsets fail the query with the connector's KAFKA_DATA_LOSS texts or are
 skipped per `failOnDataLoss`; option errors come at `.load()` or at the query's start, as with the connector.
+A batch read resolves earliest/latest again at every action, as the connector's KafkaRelation.buildScan does, so a
+DataFrame reused after more records arrive reads them (replan_each_action: a filter that is always true, which
+shows in explain()). `kafka.isolation.level=read_committed` reads skip aborted records and transaction markers and
+stop at the last stable offset, in batch reads and streams alike.
 
 The differences the Python Data Source API (and kafka-python) make unavoidable -- the only ones; each has a test
 in tests/integration/test_differential.py (source) or test_differential_sink.py (sink):
@@ -29,6 +33,10 @@ in tests/integration/test_differential.py (source) or test_differential_sink.py 
   when the query starts, with Python's message. (test_unavoidable_subscribe_pattern_is_read_by_pythons_re)
 - Sink, outputMode("update"): Spark refuses Update for Python sinks, so the query writes through foreachBatch and
   its progress names the sink ForeachBatchSink (same records). (test_update_mode_aggregation_writes_the_updated_rows)
+- Sink progress: `sink.description` names Spark's PythonTable (ForeachBatchSink in Update mode), not the
+  connector's KafkaTable; and in Update mode `sink.numOutputRows` is -1, since a foreachBatch sink reports no row
+  count (in Append mode it is the number of rows written, as with the connector).
+  (test_unavoidable_sink_progress_names_another_sink_and_update_mode_counts_no_rows)
 - Sink: a header with a null value cannot be written (kafka-python's producer refuses it; the task fails with a
   message saying so). (test_unavoidable_a_null_header_value_cannot_be_written)
 - Sink: Java-only producer options (buffer.memory, partitioner or interceptor classes, JKS stores) are ignored
@@ -39,6 +47,8 @@ Scope: a Python stream reader is never told its checkpoint folder; the driver-si
 start() hook in sink.py) pass it on through a registry file, for local checkpoints started from classic PySpark --
 the lab's only kind. Without them (Spark Connect, an hdfs:// checkpoint) no `sources/<i>/0` is kept.
 Not visible in the lab (one local executor): a Python input partition cannot name a preferred executor.
+A session that turns spark.sql.python.filterPushdown.enabled off again (register() turns it on) makes a reused batch
+DataFrame read its first action's offsets at every action.
 """
 from __future__ import annotations
 
@@ -538,6 +548,26 @@ def _check_user_schema(reader, options: dict, stream: bool) -> None:
             "drop it and re-create it. SQLSTATE: 42K03"))
 
 
+# The filter replan_each_action adds: always true (partition is never null), but Spark does not know that.
+REPLAN_FILTER = "partition IS NOT NULL"
+
+
+def replan_each_action(df):
+    """A batch read whose offsets are resolved again each time a query over it is planned, as the connector's.
+
+    The connector's KafkaRelation is a TableScan: its buildScan() resolves startingOffsets/endingOffsets (earliest,
+    latest, timestamps) whenever a query over it is planned, so a DataFrame reused across actions sees the records
+    produced, deleted, or the partitions added in between. Spark 4.2 asks a Python batch reader for its partitions
+    once per relation and caches them (PythonDataSourceV2.getOrCreateReadInfo): every later action would read the
+    first action's offsets. Only filter pushdown replaces that cache: when a filter reaches the scan and
+    spark.sql.python.filterPushdown.enabled is true (register() sets it), PythonScanBuilder.pushFilters plans the
+    read again (the reader's partitions(), hence fresh offsets) and stores it with setReadInfo. Spark pushes only
+    real filters, so the read carries one that is always true; KafkaBatchReader pushes nothing (it inherits
+    pushFilters, which returns every filter), so Spark still applies it. It shows in explain(), and nowhere else.
+    """
+    return df.where(REPLAN_FILTER)
+
+
 _reads_routed = False
 
 
@@ -597,7 +627,10 @@ def route_reads() -> None:
                     _raise_as_pyspark(exc)
                 if _stream:
                     _originals["option"](self, SOURCE_ID_OPTION, uuid.uuid4().hex)
-            return _originals["load"](self, path) if path is not None else _originals["load"](self)
+            loaded = _originals["load"](self, path) if path is not None else _originals["load"](self)
+            if getattr(self, "_streamlab_kafka_read", False) and not _stream:
+                loaded = replan_each_action(loaded)
+            return loaded
 
         for new, name in ((_format, "format"), (_option, "option"), (_options, "options"), (_schema, "schema"),
                           (_load, "load")):

@@ -268,6 +268,41 @@ def test_read_committed_batches_count_offsets_not_rows(spark, stack, tmp_path):
     assert batch(spark, stack, subscribe=name).count() == 5  # read_uncommitted also sees the aborted records
 
 
+def test_read_committed_batch_reads_skip_aborted_records_markers_and_open_transactions(spark, stack):
+    from kafka import KafkaProducer
+
+    name = stack.topic(partitions=1)
+    produce_transactions(stack.bootstrap, name)  # offsets 0-2 committed, 3 marker, 4-5 aborted, 6 marker
+    committed = {"kafka.isolation.level": "read_committed"}
+
+    def read(**options):
+        return [(r.offset, r.value.decode()) for r in
+                batch(spark, stack, subscribe=name, **options).select("offset", "value").orderBy("offset").collect()]
+
+    assert read(**committed) == [(0, "c0"), (1, "c1"), (2, "c2")]
+    assert read() == [(0, "c0"), (1, "c1"), (2, "c2"), (4, "a0"), (5, "a1")]  # read_uncommitted: the aborted too
+    # Offsets with no visible record (markers, aborted records) are skipped by the executors' consumer
+    # (consumer/KafkaDataConsumer.scala:73-77, 4.2.0). An explicit end inside the aborted transaction: its
+    # offsets are read, but hold no row.
+    assert read(endingOffsets=json.dumps({name: {"0": 5}}), **committed) == [(0, "c0"), (1, "c1"), (2, "c2")]
+    # An open transaction: under read_committed, `latest` is the last stable offset (KafkaOffsetReaderAdmin.scala:
+    # 74-84 lists offsets with ListOffsetsOptions(isolationLevel)), so the read stops before the open transaction,
+    # even for records written after it outside of any transaction.
+    producer = KafkaProducer(bootstrap_servers=stack.bootstrap, transactional_id=f"tx-{uuid.uuid4().hex[:8]}")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(name, value=b"open", partition=0)  # offset 7
+        producer.flush()
+        produce(stack.bootstrap, name, {0: 1})  # offset 8, no transaction
+        assert read(**committed) == [(0, "c0"), (1, "c1"), (2, "c2")]
+        assert read()[-2:] == [(7, "open"), (8, "v-0-0")]
+        producer.commit_transaction()  # marker at 9
+    finally:
+        producer.close()
+    assert read(**committed) == [(0, "c0"), (1, "c1"), (2, "c2"), (7, "open"), (8, "v-0-0")]
+
+
 # --- starting positions, restarts and the checkpoint --------------------------------------------------------
 
 
@@ -531,6 +566,32 @@ def test_batch_read_counts_exactly_the_range_between_starting_and_ending_offsets
               endingOffsets=json.dumps({name: {"0": 3, "1": 1, "2": 1}}))
     assert f"The specified start offset 5 is greater than the end offset 3 for topic {name} partition 0." \
         in str(info.value)
+
+
+def test_a_batch_dataframe_resolves_earliest_and_latest_again_at_every_action(spark, stack):
+    from streamlab.lab.topics import add_partitions
+
+    name = stack.topic(partitions=2)
+    produce(stack.bootstrap, name, {0: 3, 1: 2})
+    df = batch(spark, stack, subscribe=name)  # startingOffsets=earliest, endingOffsets=latest
+    assert df.count() == 5
+    # KafkaRelation is a TableScan whose buildScan() (KafkaRelation.scala:55-70, spark-sql-kafka-0-10 4.2.0) calls
+    # getOffsetRangesFromUnresolvedOffsets(startingOffsets, endingOffsets) each time a query over it is planned:
+    # every action binds `earliest` and `latest` anew, on the same DataFrame.
+    produce(stack.bootstrap, name, {0: 4, 1: 1})
+    assert df.count() == 10
+    delete_records(stack.bootstrap, name, 0, 5)  # `earliest` moves too
+    assert sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect()) == \
+        [(0, 5), (0, 6)] + [(1, i) for i in range(3)]
+    # A fixed JSON range is the same at every action.
+    fixed = batch(spark, stack, subscribe=name, startingOffsets=json.dumps({name: {"0": 5, "1": 0}}),
+                  endingOffsets=json.dumps({name: {"0": 6, "1": 2}}))
+    produce(stack.bootstrap, name, {0: 2, 1: 2})
+    assert fixed.count() == 3 and fixed.count() == 3 and df.count() == 9
+    # The subscription's partitions are listed again too: a partition added since is read, in a task of its own.
+    add_partitions(name, 3, stack.bootstrap)
+    produce(stack.bootstrap, name, {2: 4})
+    assert df.count() == 13 and df.rdd.getNumPartitions() == 3
 
 
 def test_timestamp_positions_pick_the_first_record_at_or_after_the_timestamp(spark, stack, tmp_path):

@@ -225,6 +225,33 @@ def test_streaming_write_commits_every_batch(spark, stack, tmp_path):
     assert set(range(150)) <= set(written) and len(set(written)) == len(written)
 
 
+def progress_of_two_batches(df, stack, name, checkpoint, mode="append") -> list:
+    """The progress of batches 0 and 1 of a streaming write of `df` to topic `name` on `stack`."""
+    query = (df.writeStream.outputMode(mode).format(stack.format).option("kafka.bootstrap.servers", stack.bootstrap)
+             .option("topic", name).option("checkpointLocation", str(checkpoint))
+             .trigger(processingTime="300 milliseconds").start())
+    try:
+        deadline = time.monotonic() + 60
+        while (query.lastProgress or {}).get("batchId", -1) < 1:
+            assert query.exception() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        return [p for p in query.recentProgress if p["batchId"] <= 1]
+    finally:
+        query.stop()
+
+
+def test_streaming_progress_counts_the_rows_written_to_kafka(spark, stack, tmp_path):
+    name = stack.topic(partitions=2)
+    rows = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 7).load()
+            .selectExpr("cast(value AS string) AS key", "cast(value AS string) AS value"))
+    progress = progress_of_two_batches(rows, stack, name, tmp_path / "cp")
+    # sink.numOutputRows is the number of rows the V2 write's tasks wrote (both stacks write through
+    # WriteToDataSourceV2Exec; the connector's KafkaDataWriter.write sends one record per row,
+    # KafkaDataWriter.scala:50 in spark-sql-kafka-0-10 4.2.0).
+    assert [(p["numInputRows"], p["sink"]["numOutputRows"]) for p in progress] == [(7, 7), (7, 7)]
+    assert len(read_back(name, stack.bootstrap)) >= 14
+
+
 def test_one_hundred_thousand_records_all_arrive(spark, stack):
     """A bulk write delivers every record (its speed is measured by `make bench`, not here)."""
     name = stack.topic(partitions=3)
@@ -274,6 +301,31 @@ def test_update_mode_aggregation_writes_the_updated_rows(spark, stack, tmp_path)
 
 
 # --- the differences kafka-python and the Python Data Source API make unavoidable (streamlab/offline/source.py) -----
+
+
+def test_unavoidable_sink_progress_names_another_sink_and_update_mode_counts_no_rows(spark, stack, tmp_path):
+    rows = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 9).load()
+            .selectExpr("cast(value AS string) AS key", "cast(value AS string) AS value"))
+    append = progress_of_two_batches(rows, stack, stack.topic(), tmp_path / "append")
+    counts = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 9).load()
+              .selectExpr("cast(value % 3 AS string) AS key").groupBy("key").count()
+              .selectExpr("key", "cast(count AS string) AS value"))
+    update = progress_of_two_batches(counts, stack, stack.topic(), tmp_path / "update", mode="update")
+    if stack.name == "connector":
+        # Each batch updates the 3 keys: 3 rows written; the sink is the connector's table.
+        assert [(p["numInputRows"], p["sink"]["numOutputRows"]) for p in update] == [(9, 3), (9, 3)]
+        table = "org.apache.spark.sql.kafka010.KafkaSourceProvider$KafkaTable@"
+        assert append[0]["sink"]["description"].startswith(table)
+        assert update[0]["sink"]["description"].startswith(table)
+    else:
+        # Spark names the Python sink by its PythonTable; and Update mode runs through foreachBatch (Spark refuses
+        # Update for Python sinks), a V1 sink whose progress has no row count: numOutputRows is -1.
+        assert [(p["numInputRows"], p["sink"]["numOutputRows"]) for p in update] == [(9, -1), (9, -1)]
+        assert append[0]["sink"]["description"].startswith(
+            "org.apache.spark.sql.execution.datasources.v2.python.PythonTable@")
+        assert update[0]["sink"]["description"] == "ForeachBatchSink"
+    # What both report: the rows written in Append mode.
+    assert [p["sink"]["numOutputRows"] for p in append] == [9, 9]
 
 
 def test_unavoidable_a_null_header_value_cannot_be_written(spark, stack):
