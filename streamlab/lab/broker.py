@@ -308,39 +308,50 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def kraft_properties(node: int, voters: str, listener: str, port: int, controller: int, data: Path,
+                     replicas: int = 1, controller_protocol: str = "PLAINTEXT", threads: tuple[int, int] = (2, 2),
+                     cleaner_mb: int = 8) -> dict[str, str]:
+    """server.properties of a KRaft node that is broker and controller at once, on 127.0.0.1 (the single lab's,
+    the cluster's nodes and the workshop's broker: the callers add authentication and their own timings)."""
+    min_isr = str(min(replicas, 2))
+    lines = {
+        "process.roles": "broker,controller",
+        "node.id": str(node),
+        "controller.quorum.voters": voters,
+        "listeners": f"{listener}://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
+        "advertised.listeners": f"{listener}://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": listener,
+        "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:{controller_protocol}",
+        "log.dirs": str(data),
+        "num.partitions": "1",
+        # Every internal topic has as many replicas as there are nodes (two must have a write when there are
+        # three), and few partitions, so the first group or transaction does not wait for 50 to be created.
+        **({"default.replication.factor": str(replicas), "min.insync.replicas": min_isr} if replicas > 1 else {}),
+        "offsets.topic.replication.factor": str(replicas),
+        "offsets.topic.num.partitions": "4",
+        "transaction.state.log.replication.factor": str(replicas),
+        "transaction.state.log.min.isr": min_isr,
+        "transaction.state.log.num.partitions": "4",
+        "share.coordinator.state.topic.replication.factor": str(replicas),
+        "share.coordinator.state.topic.min.isr": min_isr,
+        "share.coordinator.state.topic.num.partitions": "1",
+        "group.initial.rebalance.delay.ms": "0",
+        # Few threads and a small cleaner buffer for a 2-core laptop and a small heap.
+        "num.network.threads": str(threads[0]),
+        "num.io.threads": str(threads[1]),
+        "background.threads": "2",
+        "num.recovery.threads.per.data.dir": "1",
+        "log.cleaner.dedupe.buffer.size": str(cleaner_mb * 1024 * 1024),
+        "log.retention.check.interval.ms": "10000",
+    }
+    return lines
+
+
 def _kafka_config(port: int, folder: Path) -> Path:
     """Write a single-node KRaft broker's config (its controller on a free port) and return its path."""
     controller = free_port()
-    lines = {
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{controller}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-        "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "log.dirs": str(folder / "data"),
-        "num.partitions": "1",
-        # One node: every internal topic has one replica, and few partitions, so the first group or
-        # transaction does not wait for 50 partitions to be created.
-        "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "4",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "transaction.state.log.num.partitions": "4",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
-        "share.coordinator.state.topic.num.partitions": "1",
-        "group.initial.rebalance.delay.ms": "0",
-        # Fewer threads and a small cleaner buffer for a 2-core laptop and a 384 MB heap.
-        "num.network.threads": "2",
-        "num.io.threads": "2",
-        "background.threads": "2",
-        "num.recovery.threads.per.data.dir": "1",
-        "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
-        "log.retention.check.interval.ms": "10000",
-    }
+    lines = kraft_properties(1, f"1@127.0.0.1:{controller}", "PLAINTEXT", port, controller, folder / "data")
     path = folder / "server.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
     log_conf = folder / "log4j2.properties"

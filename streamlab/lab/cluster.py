@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamlab.errors import LabError
-from streamlab.lab.broker import (CLUSTER_ID, _LOG4J, _java, _kafka_request, _last_lines, _start_lock,
+from streamlab.lab.broker import (CLUSTER_ID, _LOG4J, _java, kraft_properties, _kafka_request, _last_lines, _start_lock,
                                   _terminate)
 from streamlab.lab.jars import state_dir
 
@@ -195,42 +195,16 @@ def _node_config(node: int, scram_password: str | None) -> Path:
     here = _node_dir(node)
     voters = ",".join(f"{i + 1}@127.0.0.1:{c}" for i, c in enumerate(p.controllers))
     listener = "SASL_PLAINTEXT" if scram_password else "PLAINTEXT"
-    lines = {
-        "process.roles": "broker,controller",
-        "node.id": str(node),
-        "controller.quorum.voters": voters,
-        "listeners": f"{listener}://127.0.0.1:{p.brokers[node - 1]},CONTROLLER://127.0.0.1:{p.controllers[node - 1]}",
-        "advertised.listeners": f"{listener}://127.0.0.1:{p.brokers[node - 1]}",
-        "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": listener,
-        "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:PLAINTEXT",
-        "log.dirs": str(here / "data"),
-        "num.partitions": "1",
-        # Three replicas, two of which must have a write before acks=all succeeds: one broker may fail.
-        "default.replication.factor": "3",
-        "min.insync.replicas": "2",
-        "offsets.topic.replication.factor": "3",
-        "offsets.topic.num.partitions": "4",
-        "transaction.state.log.replication.factor": "3",
-        "transaction.state.log.min.isr": "2",
-        "transaction.state.log.num.partitions": "4",
-        "share.coordinator.state.topic.replication.factor": "3",
-        "share.coordinator.state.topic.min.isr": "2",
-        "share.coordinator.state.topic.num.partitions": "1",
-        "group.initial.rebalance.delay.ms": "0",
+    lines = kraft_properties(node, voters, listener, p.brokers[node - 1], p.controllers[node - 1], here / "data",
+                             replicas=3, cleaner_mb=4)
+    lines.update({
         # A killed broker is fenced within ~3 s (default 9 s) and its partitions get a new leader: the lesson
         # shows an election, not a wait. A follower that stops fetching leaves the ISR after 5 s (default 30 s).
         "broker.session.timeout.ms": "3000",
         "broker.heartbeat.interval.ms": "500",
         "replica.lag.time.max.ms": "5000",
-        "num.network.threads": "2",
-        "num.io.threads": "2",
-        "background.threads": "2",
-        "num.recovery.threads.per.data.dir": "1",
         "num.replica.fetchers": "1",
-        "log.cleaner.dedupe.buffer.size": str(4 * 1024 * 1024),
-        "log.retention.check.interval.ms": "10000",
-    }
+    })
     if scram_password:
         jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{ADMIN_USER}" '
                 f'password="{scram_password}";')

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamlab.errors import LabError
+from streamlab.lab.broker import kraft_properties
 
 MECHANISM = "SCRAM-SHA-512"
 ADMIN = "admin"
@@ -88,15 +89,9 @@ def client_config(bootstrap: str, user: str, password: str) -> dict:
 def _server_properties(room: Room) -> Path:
     controller = room._secret("controller")
     data = room.folder / "data"
-    lines = {
-        "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{room.controller_port}",
-        "listeners": f"SASL_PLAINTEXT://127.0.0.1:{room.port},CONTROLLER://127.0.0.1:{room.controller_port}",
-        "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{room.port}",
-        "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": "SASL_PLAINTEXT",
-        "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+    lines = kraft_properties(1, f"1@127.0.0.1:{room.controller_port}", "SASL_PLAINTEXT", room.port,
+                             room.controller_port, data, controller_protocol="SASL_PLAINTEXT", threads=(3, 4))
+    lines.update({
         "sasl.enabled.mechanisms": MECHANISM,
         "sasl.mechanism.inter.broker.protocol": MECHANISM,
         f"listener.name.sasl_plaintext.{MECHANISM.lower()}.sasl.jaas.config":
@@ -110,24 +105,7 @@ def _server_properties(room: Room) -> Path:
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": f"User:{ADMIN};User:controller",
         "allow.everyone.if.no.acl.found": "false",
-        "log.dirs": str(data),
-        "num.partitions": "1",
-        "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "4",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "transaction.state.log.num.partitions": "4",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
-        "share.coordinator.state.topic.num.partitions": "1",
-        "group.initial.rebalance.delay.ms": "0",
-        "num.network.threads": "3",
-        "num.io.threads": "4",
-        "background.threads": "2",
-        "num.recovery.threads.per.data.dir": "1",
-        "log.cleaner.dedupe.buffer.size": str(8 * 1024 * 1024),
-        "log.retention.check.interval.ms": "10000",
-    }
+    })
     path = room.folder / "server.properties"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
