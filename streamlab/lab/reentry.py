@@ -74,15 +74,21 @@ def reason(module: ast.Module, namespace: dict) -> str | None:
     for name in loads:
         if name in stores or name not in namespace:
             continue
-        found = _uses(namespace[name], stores)
-        if found is None:
-            continue
-        through, what, held = found
-        via = (f"`{name}` uses `{through}`, which is" if through else
-               f"`{name}` holds" if held else f"`{name}` is")
-        return (f"{via} {what}, deleted by the last cleanup(): run the cells from the one that makes "
-                f"`{through or name}` down to this one again")
+        line = stale(name, namespace[name], stores)
+        if line:
+            return line
     return None
+
+
+def stale(name: str, value, rebound=frozenset()) -> str | None:
+    """The one line for a value (named `name`) that leads to a topic or folder cleanup() deleted, else None."""
+    found = _uses(value, rebound) if (_gone_topics or _gone_folders) else None
+    if found is None:
+        return None
+    through, what, held = found
+    via = f"`{name}` uses `{through}`, which is" if through else f"`{name}` holds" if held else f"`{name}` is"
+    return (f"{via} {what}, deleted by the last cleanup(): run the cells from the one that makes "
+            f"`{through or name}` down to this one again")
 
 
 def _names(module: ast.Module) -> tuple[list[str], set[str]]:
@@ -140,18 +146,30 @@ def _uses(value, rebound=frozenset()) -> tuple[str, str, bool] | None:
     elif isinstance(value, (list, tuple, set, frozenset)) and len(value) < 1000:
         what = next(filter(None, map(_deleted, value)), None)
     elif isinstance(value, types.FunctionType) and value.__module__ == "__main__":
-        for name in _globals_read(value.__code__):
-            if name in rebound:
-                continue
-            inner = value.__globals__.get(name)
-            if not isinstance(inner, types.FunctionType):
-                found = _deleted(inner) or _shallow(inner)
-                if found:
-                    return name, found, False
-        return None
+        return _read_by(value, rebound, {id(value)})
     elif type(value).__module__.startswith(("streamlab", "__main__")) and hasattr(value, "__dict__"):
         what = _shallow(value)
     return ("", what, True) if what else None
+
+
+def _read_by(fn: types.FunctionType, rebound, seen: set[int]) -> tuple[str, str, bool] | None:
+    """(global, what, False) for a deleted topic or folder that a notebook function reads, itself or through the
+    notebook's other functions it calls."""
+    for name in _globals_read(fn.__code__):
+        if name in rebound:
+            continue
+        inner = fn.__globals__.get(name)
+        if isinstance(inner, types.FunctionType):
+            if inner.__module__ == "__main__" and id(inner) not in seen and len(seen) < 50:
+                seen.add(id(inner))
+                found = _read_by(inner, rebound, seen)
+                if found:
+                    return found
+            continue
+        what = _deleted(inner) or _shallow(inner)
+        if what:
+            return name, what, False
+    return None
 
 
 def _shallow(value) -> str | None:

@@ -221,6 +221,12 @@ class ChoiceTable:
     def _picked(self, change) -> None:
         if change["new"] is None:
             return
+        from streamlab.lab.reentry import stale
+
+        gone = stale(getattr(self.trial, "__name__", "the trial"), self.trial)
+        if gone:  # after cleanup(): say which cells make it again, not a FileNotFoundError
+            self.status.value = f"<b>cannot run:</b> {html.escape(gone)}"
+            return
         self.status.value = f"<i>running with {html.escape(str(change['new']))} …</i>"
         try:
             self.run(change["new"])

@@ -76,3 +76,18 @@ def test_nothing_is_guarded_before_a_cleanup(monkeypatch):
 
     assert reentry.reason(ast.parse("print(orders)"), {"orders": "orders-x1"}) is None
     assert os.sep  # the module imports cleanly without IPython state
+
+
+def test_a_choice_table_button_after_cleanup_names_the_cells_to_run(shell):
+    """02's buttons run a trial on the deleted checkpoint: the widget says which cells make it again."""
+    ip, _ = shell
+    from streamlab.observe.replay import ChoiceTable
+
+    ran = []
+    ip.run_cell("def restart(choice):\n    return {'choice': choice, 'folder': checkpoint('x')}\n")
+    table = ChoiceTable("restart with", ["earliest", "latest"], ip.user_ns["restart"])
+    table.trial = ip.user_ns["restart"]
+    table._picked({"new": "earliest"})
+    assert "cannot run" in table.status.value and "`restart` uses `work`" in table.status.value
+    assert "deleted by the last cleanup()" in table.status.value and not table.rows, table.status.value
+    assert not ran
