@@ -34,7 +34,7 @@ def lanes(extra: list[str]) -> dict[str, list[str]]:
 
 def main(argv: list[str]) -> int:
     """Run the lanes side by side; print each lane's log as it ends; return the first non-zero status."""
-    logs = Path(tempfile.mkdtemp(prefix="streamlab-lanes-"))
+    logs = Path(tempfile.mkdtemp(prefix="make-test-lanes-"))  # not streamlab-*: tests count those
     running: dict[str, tuple[subprocess.Popen, Path, float]] = {}
     for name, command in lanes(argv).items():
         log = logs / f"{name.replace(' ', '-')}.log"
@@ -54,7 +54,11 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, stop)
     status = 0
     pending = dict(running)
+    began, said = time.monotonic(), time.monotonic()
     while pending:
+        if time.monotonic() - said >= 300:  # a sign of life for CI: the logs come whole at the end of each lane
+            said = time.monotonic()
+            print(f"… {(said - began) / 60:.0f} min: still running: {', '.join(pending)}", flush=True)
         for name, (proc, log, started) in list(pending.items()):
             if proc.poll() is None:
                 continue
