@@ -342,6 +342,7 @@ class LiveDemo(Controls, LiveLoop):
             # The poller stops query and producer by itself (its `finally`); the cell answers at once, in one line.
             self.drain = False  # ■ means now: no waiting for the query to read what was sent
             self.stop_soon()
+            self.show_ended()
             self.warn("stopped by ■ (interrupt): the chart shows what the demo ran until then")
             raise LabError(f"The demo on {self.topic} was interrupted and stopped after {len(self.history)} batches; "
                            "run its cells again to start it anew.") from None

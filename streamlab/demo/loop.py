@@ -337,9 +337,7 @@ class LiveLoop:
                 return
             self.ended = True
         self._done.set()
-        if self._widgets_made:  # first, so that nothing is moved while the demo stops, and the readout says so
-            self._sync_controls(disable=True)
-            self._readout.value = f"<code>{self.readout(self.now())} · ended</code>"
+        self.show_ended()  # first, so that nothing is moved while the demo stops
         if self.lost is not None:
             # Stopping a query, a producer and a consumer of a lost broker can take each their client's timeout:
             # the learner has the line already, so stop them in the background and let wait() return now.
@@ -352,6 +350,13 @@ class LiveLoop:
                 self._image.value = self.png()
             except Exception:  # noqa: BLE001 - the interpreter is shutting down: the last picture stays
                 pass
+
+    def show_ended(self) -> None:
+        """The learner's view of a demo that is over: controls greyed out, the readout saying `ended` (also from
+        the cell's thread on ■, while the poller may still be inside a client call)."""
+        if self._widgets_made:
+            self._sync_controls(disable=True)
+            self._readout.value = f"<code>{self.readout(self.now())} · ended</code>"
 
     def _stop_everything(self) -> None:
         """Stop the query (after the drain, if asked), the producers and the consumer; never raises."""

@@ -227,10 +227,15 @@ def test_readme_check_command_in_jupyterlab_terminal(lab):
     with _notebook_page(base, token, CHECKED, "terminal-failure.png") as page:
         # Activated explicitly: the notebook opened by the URL can finish loading after the terminal and take focus.
         page.evaluate("""async () => { const app = window.jupyterapp;
-            const term = await app.commands.execute('terminal:create-new'); app.shell.activateById(term.id); }""")
+            const term = await app.commands.execute('terminal:create-new'); app.shell.activateById(term.id);
+            window.__courseTerminal = term; }""")
         page.locator(".xterm-helper-textarea").first.wait_for(state="attached", timeout=60_000)
-        page.locator(".xterm-helper-textarea").first.focus()
-        page.keyboard.type(command + "\n", delay=10)
+        # Typed into the terminal's own connection, as its keyboard does: focus can move to the notebook when it
+        # finishes loading late (on a loaded machine the keys then went into notebook cells).
+        page.wait_for_function("() => window.__courseTerminal.content.session.connectionStatus === 'connected'",
+                               timeout=60_000)
+        page.evaluate("(line) => window.__courseTerminal.content.session.send({type: 'stdin', content: [line]})",
+                      command + "\r")
         # xterm draws on a canvas: read its buffer (the terminal widget's xterm instance) instead of the DOM.
         screen = """() => {
             for (const w of window.jupyterapp.shell.widgets('main')) {
