@@ -204,3 +204,63 @@ def test_the_new_live_cells_are_in_their_modules():
     assert "dropDuplicatesWithinWatermark" in c07["m7-dedup-code"]
     assert "OpenTransaction" in c07["m7-open-tx-code"] and "asyncProgressTrackingEnabled" in c07["m7-async-code"]
     assert "assign()" in c08["m8-kip848-code"]
+
+
+def quiz(module: str, n: int) -> tuple[str, str, str]:
+    """(question markdown, the key, the hidden explanation) of quiz question n of a solution notebook."""
+    import re
+
+    c = cells(module)
+    found = re.search(r'quiz\.reveal\(q\d+, "(\w)", (".*?"), name=', c[f"m{int(module)}-q{n}-check"])
+    return c[f"m{int(module)}-q{n}-question"], found.group(1), json.loads(found.group(2))
+
+
+def option(question: str, letter: str) -> str:
+    """The text of one option of a question ("a) …" or "- a) …", with its continuation lines), on one line."""
+    import re
+
+    options = re.split(r"^(?:- )?([a-d])\) ", question, flags=re.M)
+    return " ".join(dict(zip(options[1::2], options[2::2]))[letter].split())
+
+
+def test_the_quizzes_ask_about_what_is_new_since_3x():
+    # 02 Q9: startingTimestamp comes before startingOffsetsByTimestamp and startingOffsets, and the strategy defaults
+    # to ERROR (KafkaSourceProvider.scala:670-698, line 680); each partition starts at OffsetSpec.forTimestamp's
+    # offset, and with no match ERROR throws "No offset matched ..." while LATEST starts at latest
+    # (KafkaOffsetReaderAdmin.scala:186, 225-247).
+    question, key, why = quiz("02", 9)
+    assert key == "c" and "at 120" in option(question, "c") and "fails" in option(question, "c")
+    assert "startingOffsetsByTimestampStrategy=latest" in option(question, "c") and "precedence" in why
+    # 02 Q10: the scan's custom metrics (KafkaSourceProvider.scala:541-557, KafkaBatchPartitionReader.scala:173-182);
+    # a task that meets missing offsets logs, counts one dataLoss and adds the skipped offsets to offsetOutOfRange
+    # (consumer/KafkaDataConsumer.scala:434-455, 770-781); a progress event's Kafka metrics are only the offsets
+    # behind latest (KafkaMicroBatchStream.scala:512-527).
+    question, key, why = quiz("02", 10)
+    assert key == "c" and "SQL" in option(question, "c") and "not in `lastProgress`" in option(question, "c")
+    assert "offsets behind latest" in why
+    # 07 Q9: dropDuplicatesWithinWatermark keeps each key until the watermark passes its event time plus the delay
+    # (statefulOperators.scala:1509, 1524); plain dropDuplicates evicts only when the event time is in its key
+    # (statefulOperators.scala:577-586, 603-613, 1438-1440).
+    question, key, why = quiz("07", 9)
+    assert key == "c" and "dropDuplicatesWithinWatermark" in option(question, "c") and "forever" in why
+    # 07 Q10: the driver lists latest offsets with the reader's isolation level (KafkaOffsetReaderAdmin.scala:74-84,
+    # 300-306): with read_committed that is the last stable offset.
+    question, key, why = quiz("07", 10)
+    assert key == "b" and "stays at 30" in option(question, "b") and "last stable offset" in why
+    # 07 Q11: Kafka, noop, console and memory sinks; processing-time triggers only (the default trigger is
+    # ProcessingTime(0), classic/DataStreamWriter.scala:442); no state (AsyncProgressTrackingMicroBatchExecution.scala:
+    # 253-295, 298-306); offsets written only once the interval (default 1000 ms, line 324) has passed
+    # (checkpointing/AsyncOffsetSeqLog.scala:102-113), commits only for those batches (line 202).
+    question, key, why = quiz("07", 11)
+    assert key == "d" and "Kafka, noop, console or memory" in option(question, "d") and "no state" in option(question, "d")
+    assert "availableNow" in why and "foreachBatch" in why
+    # 08 Q37: the default path's driver uses the AdminClient (KafkaOffsetReader.scala:164-171; the deprecated consumer
+    # path is opt-in), and each task's consumer assign()s its partition (consumer/KafkaDataConsumer.scala:130-139)
+    # under a generated group id it never commits to (KafkaSourceProvider.scala:735-746).
+    question, key, why = quiz("08", 37)
+    assert key == "c" and "assign()" in option(question, "c") and "nobody joins a group" in option(question, "c")
+    # 08 Q38: StreamingQueryCheckpointMetadata.scala:60-80 (4.2 refuses offsets/commits without metadata, under
+    # spark.sql.streaming.checkpoint.verifyMetadataExists.enabled, true by default); StreamingErrors.scala:56-61.
+    question, key, why = quiz("08", 38)
+    assert key == "a" and "STREAMING_CHECKPOINT_MISSING_METADATA_FILE" in option(question, "a")
+    assert "verifyMetadataExists" in why
