@@ -1,6 +1,8 @@
 """Issue 15's corrections that a live run can prove, on Spark's connector against the lab's Kafka broker: the memory
 myth, who checks `kafka.bootstrap.servers`, `once` without a Python warning, and where the DStreams proof puts its
-settings. Each test cites the line of Spark 4.2.0's source (/tmp/spark-src) or PySpark 4.2.0 that decides it."""
+settings. Each test cites the line of Spark 4.2.0's source (the artifacts' -sources.jar on Maven Central; for
+spark-streaming and spark-streaming-kafka-0-10, which publish none for 4.2.0, the released class files' line numbers)
+or PySpark 4.2.0 that decides it."""
 from __future__ import annotations
 
 import warnings
@@ -54,9 +56,12 @@ def test_pyspark_warns_nothing_for_trigger_once(spark, topic):
 
 
 def test_the_dstreams_proof_puts_its_settings_on_the_spark_conf_and_restores_it(spark):
-    # DStreams read spark.streaming.* from the SparkContext's SparkConf (spark-streaming-kafka-0-10's
-    # DefaultPerPartitionConfig(conf: SparkConf)); spark.conf.set never reaches it. Nothing in sql, sql-kafka,
-    # catalyst or core reads these keys (grep over /tmp/spark-src).
+    # DStreams read spark.streaming.* from the SparkContext's SparkConf; spark.conf.set never reaches it
+    # (spark-streaming-kafka-0-10_2.13 4.2.0: KafkaUtils.scala:115 builds
+    # DefaultPerPartitionConfig(ssc.sparkContext.getReadOnlyConf), PerPartitionConfig.scala:40-42 reads
+    # MAX_RATE_PER_PARTITION from it; DirectKafkaInputDStream.scala:60-61 and 122-123 read initialRate and, through
+    # spark-streaming's RateController.scala:90, backpressure.enabled from the same conf). Nothing in sql,
+    # sql-kafka-0-10, sql-api, catalyst or core reads these keys (grep over their 4.2.0 sources jars: no hit).
     from streamlab.course import claims
 
     key = "spark.streaming.kafka.maxRatePerPartition"

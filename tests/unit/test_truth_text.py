@@ -1,7 +1,9 @@
 """Issue 15's review of modules 4–8, the claims that are text: each test pins the corrected sentence (in the solution
 notebook a learner reads, the quiz explanation hidden in a grading cell, or the interview pool) and the wrong one's
-absence. Each cites the line of Spark 4.2.0's released source (/tmp/spark-src) or PySpark 4.2.0 that decides it;
-the claims a cell can show live are proven again in tests/integration/test_truth_live.py."""
+absence. Each cites the line of Spark 4.2.0's released source (the -sources.jar of each artifact on Maven Central;
+spark-streaming and spark-streaming-kafka-0-10 publish none for 4.2.0, so their lines come from the LineNumberTable of
+the released class files, `javap -l`) or PySpark 4.2.0 that decides it; the claims a cell can show live are proven
+again in tests/integration/test_truth_live.py."""
 from __future__ import annotations
 
 import inspect
@@ -45,6 +47,9 @@ def test_memory_myth_a_batch_holds_its_backlog_only_where_something_buffers_it()
     assert "only if something buffers it" in c08["b8041a27"] and "tasks stream their records" in c08["792c0925"]
     assert "map-only batch needs little memory" in asked("bp-burst")
     assert "holds it in memory only if something buffers it" in asked("bp-burst")
+    c03 = cells("03")["a29035b4"]
+    assert "It bounds every batch, and so its memory:" not in c03
+    assert "and so its memory only where\nsomething buffers the batch (a shuffle, `collect` or `toPandas` in" in c03
 
 
 def test_structured_streaming_reports_its_rates_but_never_feeds_them_back():
@@ -76,19 +81,29 @@ def test_one_task_per_kafka_partition_is_the_read_stage_only():
     assert "AQE" in c04["d4dedf4f"]
     assert "One Kafka partition is one task per batch" not in c04["d4dedf4f"]
     assert "spark.sql.shuffle.partitions" in asked("bp-executors")
+    c03 = cells("03")["a29035b4"]
+    assert "one Kafka partition is one task per batch" not in c03
+    assert "one Kafka partition is one task in a batch's read stage" in c03
 
 
 def test_a_bigger_cap_amortises_the_per_batch_overhead_in_04_and_05_alike():
-    # A batch pays fixed work (latestOffset, walCommit, queryPlanning, commitOffsets in MicroBatchExecution) once,
-    # whatever its size: the cap decides how many records share it.
+    # A batch pays fixed work once, whatever its size; the cap decides how many records share it. In
+    # spark-sql_2.13/.../execution/streaming/runtime/MicroBatchExecution.scala (4.2.0), each batch of a Kafka source
+    # (a SupportsAdmissionControl) times latestOffset (926-930), walCommit (987-1007: offsets/N written by
+    # markMicroBatchStart, 1276-1284), queryPlanning (1192, a new IncrementalExecution) and commitOffsets (1479-1517:
+    # commits/N, 1515) once; only addBatch (1236) grows with the rows.
     assert "Raising the cap would not help there" not in cells("04")["bbcd8ca4"]
     assert "spreads Spark's fixed\noverhead per batch over more records" in cells("04")["bbcd8ca4"]
     assert "spreads Spark's fixed overhead per batch over more records" in cells("05")["62d65843"]
 
 
 def test_a_cap_change_restart_re_runs_a_cancelled_batch():
-    # On restart a batch with offsets/N and no commits/N is run again with its planned offsets
-    # (spark-sql_2.13/.../runtime/MicroBatchExecution.scala:802-812); stop() interrupts the running batch.
+    # stop() cancels the running batch: MicroBatchExecution.stop() (spark-sql_2.13/.../runtime/
+    # MicroBatchExecution.scala:446-459) cancels the query's job group and interrupts its thread
+    # (StreamExecution.scala:500-504, interruptAndAwaitExecutionThreadTermination). offsets/N was written before the
+    # batch ran (markMicroBatchStart, MicroBatchExecution.scala:1279) and commits/N is written only after it
+    # (commitLog.add, 1515), so a cancelled batch leaves offsets/N without commits/N. On restart that batch is run
+    # again with its planned offsets (MicroBatchExecution.scala:802-812).
     text05 = cells("05")["52ce66e1"]
     assert "no record is lost or read twice" not in text05
     assert "the restart re-runs it" in text05 and "waits for the running batch" in text05
@@ -136,10 +151,15 @@ def test_pyspark_issues_no_python_warning_for_once():
 
 
 def test_the_dstreams_proof_sets_the_spark_conf_a_dstreams_job_reads():
-    # No spark.streaming.backpressure/kafka/receiver key is read anywhere in sql, sql-kafka, catalyst or core
-    # (grep over /tmp/spark-src: no hit); DStreams' DefaultPerPartitionConfig reads
-    # spark.streaming.kafka.maxRatePerPartition from the SparkContext's SparkConf (spark-streaming-kafka-0-10,
-    # PerPartitionConfig.scala), which spark.conf.set never reaches.
+    # No spark.streaming.backpressure/kafka/receiver key is read anywhere in sql, sql-kafka-0-10, sql-api, catalyst
+    # or core (grep over their 4.2.0 sources jars: no hit). DStreams read them from the SparkContext's SparkConf,
+    # which spark.conf.set never reaches (spark-streaming-kafka-0-10_2.13 4.2.0, lines from its class files):
+    # KafkaUtils.scala:115 builds DefaultPerPartitionConfig(ssc.sparkContext.getReadOnlyConf), whose maxRate is
+    # conf.get(MAX_RATE_PER_PARTITION) (PerPartitionConfig.scala:40-42; the key at package.scala:57-61);
+    # DirectKafkaInputDStream.scala:60-61 reads spark.streaming.backpressure.initialRate from the same conf, and
+    # 122-123 asks RateController.isBackPressureEnabled(ssc.conf) (spark-streaming_2.13: RateController.scala:90,
+    # conf.get(BACKPRESSURE_ENABLED)); receivers cap at RateLimiter.scala:38-41, conf.get(RECEIVER_MAX_RATE)
+    # (StreamingConf.scala:27-42 defines the three spark.streaming.backpressure/receiver keys).
     assert "claims.with_spark_conf(spark, claims.DSTREAM_SETTINGS)" in cells("08")["93abddac"]
     assert "on the running SparkContext's own `SparkConf`" in cells("08")["49ba5f3f"]
 
@@ -168,6 +188,62 @@ def test_max_records_per_partition_drops_every_preferred_location():
     # maxRecordsPerPartition is empty.
     assert "whenever `maxRecordsPerPartition` is set, split or not, no range of the batch gets a preferred executor" \
         in cells("05")["ff64b9d8"]
+    # Module 1 said an unsplit range prefers an executor; with maxRecordsPerPartition set, getRanges takes the else
+    # branch (KafkaOffsetRangeCalculator.scala:62-110) and every range, even one left whole, is rebuilt by
+    # getDividedPartition with preferredLoc None (line 126).
+    c01 = cells("01")
+    assert "an unsplit range *prefers* one" not in c01["ce22c1a8"]
+    assert "whenever\n`maxRecordsPerPartition` is set, split or not, no range gets one either" in c01["ce22c1a8"]
+    assert "neither has any batch once `maxRecordsPerPartition` is set, split or not" in c01["37e63a82"]
+
+
+def test_realtime_mode_is_what_4_2_allows_and_continuous_processing_is_the_legacy_note():
+    # Module 5's section and recap, the interview pool, and 08's trigger table, self-test and Q36 (08 is searched as a
+    # whole: its cells move). Spark 4.2.0 sources:
+    # - duration: a checkpoint interval of at least spark.sql.streaming.realTimeMode.minBatchDuration, 5000 ms
+    #   (catalyst SQLConf.scala:3537-3541), checked at start (classic/StreamingQueryManager.scala:194-205); each task
+    #   reads until the batch's end time (execution/datasources/v2/RealTimeStreamScanExec.scala:64-79) and offsets are
+    #   logged only when it ends (runtime/MicroBatchExecution.scala:1278-1293, 1415-1455);
+    # - update only: catalyst UnsupportedOperationChecker.scala:643-646, called from ResolveWriteToStream.scala:55-57;
+    # - Kafka the one built-in source: MicroBatchExecution.scala:341-349 (SupportsRealTimeMode or
+    #   INPUT_STREAM_NOT_SUPPORTED), KafkaMicroBatchStream.scala:64;
+    # - sinks and operators on an allowlist: RealTimeModeAllowlist.scala:28-33 (console, foreach, Kafka; the memory
+    #   sink is MemorySink, classic/DataStreamWriter.scala:237, not the allowed ContinuousMemorySink; foreachBatch is
+    #   refused at classic/DataStreamWriter.scala:311-316) and 35-60 (no aggregate or deduplicate exec), checked at
+    #   MicroBatchExecution.scala:1220-1225;
+    # - AQE switched off with a warning, not refused: MicroBatchExecution.scala:588-590;
+    # - rate options refused: KafkaMicroBatchStream.scala:230-255;
+    # - continuous processing: Trigger.Continuous, @since 2.3.0 (sql-api Trigger.java:132-178).
+    c05 = cells("05")
+    section, after, recap = c05["69d40c71"], c05["646ec07f"], c05["bed8e755"]
+    assert "The duration is **how often the query checkpoints**, not a latency target; 5 s is the shortest allowed" \
+        in section
+    for said in ("Output mode `update` only", "Kafka is Spark's one built-in source for it",
+                 "`foreachBatch` and the memory sink are refused", "An aggregation or\n  `dropDuplicates` is refused",
+                 "Adaptive Query Execution is switched off for the query (a warning, not an error)",
+                 "`maxOffsetsPerTrigger`, `minOffsetsPerTrigger`, `maxTriggerDelay`, `minPartitions` and\n"
+                 "  `endingTimestamp` are refused", "**A task slot for every partition at once**",
+                 "**At-least-once** into Kafka", "is the legacy route to\nthis latency; Spark's guide now points to "
+                 "Real-time Mode instead"):
+        assert said in after, said
+    assert "AQE is refused" not in after and "exactly-once" not in after
+    assert "the duration is a checkpoint interval" in recap
+    interview_ids = {q[0] for q in interview.FIXED}
+    assert {"rate-realtime-duration", "rate-realtime-refused", "rate-realtime-slots", "rate-realtime-sink"} \
+        <= interview_ids
+    keys = {q[0]: q[4] for q in interview.FIXED}
+    assert keys["rate-realtime-duration"] == "b" and "how often the query checkpoints" in asked("rate-realtime-duration")
+    assert keys["rate-realtime-refused"] == "a" and "Stateless Kafka queries in update mode only" \
+        in asked("rate-realtime-refused")
+    assert keys["rate-realtime-slots"] == "c" and "a task slot for every partition at once" in asked("rate-realtime-slots")
+    assert keys["rate-realtime-sink"] == "c" and "no, at-least-once as with micro-batches" in asked("rate-realtime-sink")
+    assert keys["rate-continuous"] == "c" and "legacy" in asked("rate-continuous")
+    assert "Spark's guide points to Real-time Mode" in asked("rate-continuous")
+    text08 = text("08")
+    assert "how often it **checkpoints**, not a latency target" in text08 and "**no: rate options are refused**" in text08
+    assert "legacy: map-like queries only, at-least-once; Spark's guide points to Real-time Mode instead" in text08
+    assert "continuous: millisecond latency for map-like queries" not in text08  # the old Q27 option a
+    assert "`continuous` without rate limits." not in text08  # the old recap: continuous as the low-latency route
 
 
 def test_changing_a_subscription_says_generally_not_allowed_and_names_sources():
