@@ -69,7 +69,9 @@ def _grade_task(task: Task, timeout: int | None, source: Path, hidden: tuple = (
         except GraderError as exc:
             task.error = str(exc)
         except Exception as exc:  # a grader bug must not stop the cohort; report it on that row
-            task.error = f"internal grader error ({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+            from streamlab.errors import first_line
+
+            task.error = f"internal grader error ({first_line(exc, 200)})"
     result.error = task.error
     result.max_score = _max_score(task.assignment, source)
     return result

@@ -312,6 +312,7 @@ class Judge:
     def judge(self, grade_id: str, source: str, max_points: float) -> Verdict:
         """Run one test cell here; its points when every check passed, else 0 (also when the cell breaks)."""
         from streamlab.course import checks
+        from streamlab.errors import first_line
 
         verdict = Verdict(grade_id, 0.0, max_points)
         try:
@@ -341,7 +342,7 @@ class Judge:
             except checks.CheckFailed as exc:  # an old-style raising check
                 verdict.error = str(exc)
             except Exception as exc:
-                verdict.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                verdict.error = first_line(exc, 240)
         checks._state.notebook = None
         for name in top:
             if name in namespace:

@@ -44,7 +44,9 @@ def main() -> int:
     try:
         result = run_job(job)
     except BaseException as exc:  # reported by the parent as one line
-        result = {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"}
+        from streamlab.errors import first_line
+
+        result = {"error": first_line(exc, 340)}
     with out:
         json.dump(result, out)
     return 0

@@ -12,6 +12,7 @@ import json
 import time
 
 from streamlab.demo.live import Knob, LiveDemo, Panel, Source
+from streamlab.errors import first_line
 
 CORRUPT = "_corrupt"  # the column from_json fills with a message it could not parse
 HEADERS = ("source-topic", "source-partition", "source-offset", "error")
@@ -178,9 +179,7 @@ def run(spark, sources: list, route, checkpoint: str, timeout: float = 120.0,
             return f"the query did not finish within {timeout:.0f} s"
         return None
     except Exception as exc:  # the learner's route raised: reported, not raised
-        text = str(exc)
-        inner = [line for line in text.splitlines() if "Error" in line or "Exception" in line]
-        return (inner[-1] if inner else text.splitlines()[0]).strip()[:300]
+        return first_line(exc, 300)
     finally:
         if query is not None:
             query.stop()

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from streamlab.errors import LabError
+from streamlab.errors import LabError, first_line
 from streamlab.lab.broker import (CLUSTER_ID, _LOG4J, _java, kraft_properties, _kafka_request, _last_lines, _start_lock,
                                   _terminate)
 from streamlab.lab.jars import state_dir
@@ -628,7 +628,7 @@ def check_login(user: str = ADMIN_USER, password: str | None = None) -> None:
         if "uthenticat" in text:
             raise LabError(f"SCRAM authentication failed for user {user!r} at {bootstrap()}: check the password "
                            "(sasl.jaas.config in your options file).") from None
-        raise LabError(f"Could not connect to {bootstrap()} as {user!r}: {text.splitlines()[0][:200]}") from None
+        raise LabError(f"Could not connect to {bootstrap()} as {user!r}: {first_line(exc, 200)}") from None
     try:
         client.list_topics()
     finally:

@@ -83,7 +83,9 @@ def timed_batches(spark, topic: str, options: dict | None = None, *, seconds: fl
 def catch_up_run(spark, topic: str, options: dict | None, trigger: dict | None, *, timeout: float = 90.0,
                  bootstrap: str | None = None) -> dict:
     """Run a stream from the earliest offsets with extra reader `options` and `trigger` (kwargs of .trigger());
-    {'rows': [rows per data batch], 'stopped': whether it stopped by itself, 'error': text or None}."""
+    {'rows': [rows per data batch], 'stopped': whether it stopped by itself, 'error': the failure's first line (its
+    cause, not Spark's "[STREAM_FAILED] Query … terminated" envelope) or None}."""
+    from streamlab.errors import first_line
     from streamlab.lab.broker import ensure_broker
 
     bootstrap = bootstrap or ensure_broker()
@@ -96,13 +98,16 @@ def catch_up_run(spark, topic: str, options: dict | None, trigger: dict | None, 
                   .option("checkpointLocation", new_checkpoint("catch-up")))
         query = writer.trigger(**trigger).start() if trigger else writer.start()
     except Exception as exc:  # a bad option or trigger: reported by the checks
-        return {"rows": [], "stopped": False, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
-    stopped = query.awaitTermination(timeout)
+        return {"rows": [], "stopped": False, "error": first_line(exc)}
+    try:
+        stopped = query.awaitTermination(timeout)
+    except Exception:  # the query failed: awaitTermination raises what query.exception() keeps
+        stopped = False
     if not stopped:
         query.stop()
     error = query.exception()
     return {"rows": [n for n in sizes if n], "stopped": bool(stopped),
-            "error": None if error is None else str(error).splitlines()[0]}
+            "error": None if error is None else first_line(error)}
 
 
 class ControlledDemo(LiveDemo):

@@ -109,3 +109,22 @@ def test_cleanup_deletes_the_checkpoint_folders_it_made(spark):
     deleted = re.search(r"(\d+) checkpoint folders", said)
     # Other tests of this process may have left folders of their own: at least this one was deleted and counted.
     assert not Path(folder).exists() and deleted and int(deleted.group(1)) >= 1 and not query.isActive, said
+
+
+def test_a_failing_catch_up_job_reports_its_cause_in_one_line(spark, topic, bootstrap):
+    """Module 5's exercise 3 check shows the catch-up job's error: the cause's line, not Spark's "[STREAM_FAILED]
+    Query … terminated" envelope; a query that fails while it runs is reported, not raised into the check."""
+    from streamlab.lab.producer import produce
+    from streamlab.rates import ratecontrol
+
+    backlog = topic(partitions=1)
+    produce(backlog, 10, bootstrap=bootstrap)
+    # a cap the connector cannot parse fails in the query's thread, after start()
+    run = ratecontrol.catch_up_run(spark, backlog, {"maxOffsetsPerTrigger": "1,000"}, {"availableNow": True},
+                                   timeout=60, bootstrap=bootstrap)
+    assert run["rows"] == [] and not run["stopped"], run
+    assert run["error"].endswith('For input string: "1,000"') and "STREAM_FAILED" not in run["error"], run
+    refused = ratecontrol.catch_up_run(spark, backlog, {"minOffsetsPerTrigger": 50, "maxOffsetsPerTrigger": 5},
+                                       {"availableNow": True}, timeout=60, bootstrap=bootstrap)
+    assert refused["error"] == ("IllegalArgumentException: The value of minOffsetPerTrigger(50) is higher than the "
+                                "maxOffsetsPerTrigger(5)."), refused
