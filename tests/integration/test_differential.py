@@ -186,6 +186,35 @@ def test_many_small_partitions_push_a_batch_over_the_cap(spark, stack, tmp_path)
     assert rows == [(p, 0) for p in range(12)]
 
 
+def test_two_small_backlogs_beside_a_large_one_go_over_the_cap_one_does_not(spark, stack, tmp_path):
+    """04's Q1 and 08's table: a batch exceeds the cap once two shares below one are rounded up, whatever the
+    partition count; a single share rounded up is paid back by the floors of the others."""
+    # KafkaMicroBatchStream.rateLimit (spark-sql-kafka-0-10 4.2.0, KafkaMicroBatchStream.scala:420-422):
+    #   val prorate = limit * (size / total)
+    #   val prorateLong = (if (prorate < 1) Math.ceil(prorate) else Math.floor(prorate)).toLong
+    two, one = stack.topic(partitions=3), stack.topic(partitions=2)
+    produce(stack.bootstrap, two, {0: 1, 1: 1, 2: 1000})
+    produce(stack.bootstrap, one, {0: 1, 1: 1000})
+    # cap 10 over 1, 1, 1000: 0.01 -> 1, 0.01 -> 1, 9.98 -> 9, so 11 in the first batch
+    assert _first_batch(spark, stack, two, tmp_path / "two") == (11, {two: {"0": 1, "1": 1, "2": 9}})
+    # cap 10 over 1, 1000: 0.01 -> 1, 9.99 -> 9, so 10: not over
+    assert _first_batch(spark, stack, one, tmp_path / "one") == (10, {one: {"0": 1, "1": 9}})
+
+
+def _first_batch(spark, stack, topic, checkpoint):
+    """(rows, endOffset) of the first batch of a query capped at 10 that starts at the earliest offsets."""
+    sizes = []
+    query = (stream(spark, stack, subscribe=topic, startingOffsets="earliest", maxOffsetsPerTrigger=10)
+             .writeStream.foreachBatch(lambda df, _: sizes.append(df.count()))
+             .option("checkpointLocation", str(checkpoint)).trigger(processingTime="200 milliseconds").start())
+    try:
+        wait_for(lambda: batches(query), what="the first batch's progress")
+        assert query.exception() is None
+        return sizes[0], batches(query)[0][2]
+    finally:
+        query.stop()
+
+
 def test_two_sources_in_one_query_each_get_their_own_budget_and_sources_folder(spark, stack, tmp_path):
     first, second = stack.topic(partitions=1), stack.topic(partitions=1)
     produce(stack.bootstrap, first, {0: 10})
