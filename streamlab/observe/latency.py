@@ -219,6 +219,18 @@ REFUSED = {
     "maxOffsetsPerTrigger": dict(options={"maxOffsetsPerTrigger": "100"}),
     "minPartitions": dict(options={"minPartitions": "4"}),
 }
+# The part of Spark's error that names each refusal (a query that failed for another reason, a lost broker say,
+# must not count as refused).
+REFUSED_WITH = {
+    "outputMode append": "OUTPUT_MODE_NOT_SUPPORTED",
+    'realTime="1 second"': "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL",
+    "the rate source": "INPUT_STREAM_NOT_SUPPORTED",
+    "foreachBatch": "ForeachBatchSink",
+    "the memory sink": "MemorySink",
+    "groupBy().count() (stateful)": "HashAggregateExec",
+    "maxOffsetsPerTrigger": "maxOffsetsPerTrigger is not compatible with real time mode",
+    "minPartitions": "minpartitions is not compatible with real time mode",
+}
 
 
 def refused_query(spark, topic: str, bootstrap: str, output_mode: str = "update", trigger: dict | None = None,

@@ -55,6 +55,11 @@ def _lab_run(path: Path, tmp: Path) -> dict:
                               if o.output_type == "stream" and o.name == "stderr"]
             into["setup"] = "".join(o.get("text", "") for o in code[0].get("outputs", [])
                                     if o.output_type == "stream")
+            # every claim a live self-test printed (claims.claim: "✓ text" or "✗ text  (seen: …)")
+            into["claims"] = [line for c in code if "claims.claim" in c.source
+                              for o in c.get("outputs", []) if o.output_type == "stream"
+                              and o.name == "stdout" for line in o.get("text", "").splitlines()
+                              if line.startswith(("✓ ", "✗ "))]
             into["last_ran"] = bool(code[-1].get("execution_count"))
             into["reentry"] = _re_enter(client, nb)
     except Exception as exc:  # a dead kernel or a timeout: the test reports it
@@ -188,6 +193,15 @@ def test_no_red_stderr_box_and_the_setup_cell_names_the_connector(outcome):
     aid, _, lab = outcome
     assert not lab.get("stderr"), f"{aid}: cells wrote to stderr:\n" + "\n".join(lab["stderr"])
     assert "engine    connector" in lab.get("setup", ""), f"{aid}: the setup cell does not report the connector"
+
+
+@pytest.mark.timeout(3600)
+def test_every_live_claim_of_a_self_test_holds(outcome):
+    """A self-test (08's sheet) proves each row on the learner's broker: in the lab run every claim printed holds
+    (a claim printing ✗ is a row of the sheet that Spark contradicts, or a proof that does not prove it)."""
+    aid, _, lab = outcome
+    failed = [line for line in lab.get("claims", []) if line.startswith("✗")]
+    assert not failed, f"{aid}: claims of its self-test do not hold:\n" + "\n".join(failed)
 
 
 @pytest.mark.timeout(3600)

@@ -84,6 +84,8 @@ def test_one_task_per_kafka_partition_is_the_read_stage_only():
     c03 = cells("03")["a29035b4"]
     assert "one Kafka partition is one task per batch" not in c03
     assert "one Kafka partition is one task in a batch's read stage" in c03
+    sheet = cells("08")["378c6d47"]  # the schema table's partition row
+    assert "one task per micro-batch (unless split)" not in sheet and "read stage" in sheet
 
 
 def test_a_bigger_cap_amortises_the_per_batch_overhead_in_04_and_05_alike():
@@ -116,6 +118,10 @@ def test_once_was_deprecated_for_three_reasons():
         said = cells(module)[cid]
         assert "processing guarantee" in said and "watermark" in said, (module, cid)
     assert "That is why `once` was\ndeprecated in its favour." not in cells("04")["97a13701"]
+    # 08's Q26: the right option itself gives the three reasons, not the cap alone
+    q26 = cells("08")["46f19524"]
+    assert "ignores maxOffsetsPerTrigger, so a large backlog becomes one huge batch" not in q26
+    assert "capped batches" in q26 and "processing guarantee" in q26 and "watermarks" in q26
 
 
 def test_an_executor_caches_one_producer_per_configuration_shared_by_its_tasks():
