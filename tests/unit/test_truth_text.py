@@ -346,3 +346,13 @@ def test_the_quizzes_ask_about_what_is_new_since_3x():
     question, key, why = quiz("08", 38)
     assert key == "a" and "STREAMING_CHECKPOINT_MISSING_METADATA_FILE" in option(question, "a")
     assert "verifyMetadataExists" in why
+
+
+def test_module_9_says_every_range_loses_its_preferred_executor_on_the_split_path():
+    # KafkaOffsetRangeCalculator.scala (4.2.0) 55-62: only the plain branch calls getLocation; every range of the
+    # other branch comes out of getDividedPartition (parts = 1 for a range left whole), whose line 126 builds
+    # KafkaOffsetRange(tp, startOffset, endOffset, None).
+    text09 = text("09")
+    assert "give split ranges none" not in text09 and "110-125" not in text09
+    assert "every range of the batch, split or left whole" in text09
+    assert "leave every range of\n  the batch without one, split or not" in text09
