@@ -17,6 +17,7 @@ from streamlab.lab.session import chosen_engine, engine, spark
 from streamlab.course.variants import variant
 
 _made_topics: list[str] = []
+_left_topics: list[str] = []  # topics cleanup() deleted for the notebook but could not delete on the broker
 _made_folders: list[str] = []
 _bootstrap: list[str] = []
 
@@ -387,8 +388,8 @@ def missing_topic(missing: list[str], servers: str, label: str, stopped: bool = 
     """The line for a query whose subscribed topic does not exist (deleted, or a typo)."""
     names = ", ".join(repr(t) for t in missing)
     head = f"streamlab stopped {label}" if stopped else f"{label[0].upper()}{label[1:]} failed"
-    return (f"{head}: topic {names} does not exist on {servers} (deleted, or a typo?). Create it "
-            "(lab.new_topic(...)) or fix the subscribe option, then re-run the cell.")
+    return (f"{head}: topic {names} does not exist on {servers} (deleted, or a typo?). Make it again (re-run the "
+            "cell that makes it with streamlab.new_topic(...)) or fix the subscribe option, then re-run the cell.")
 
 
 def explain_failure(query, exc) -> str | None:
@@ -615,24 +616,40 @@ def _remove_folders() -> int:
     return gone + reentry.remove_recreated()
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def sweep_orphans(bootstrap: str | None = None, timeout: float = 5.0) -> str:
     """Delete the topics and checkpoint folders of kernels that are gone (killed, out of memory, a check that
-    timed out: no exit handler ran); say what was deleted ('' when nothing)."""
+    timed out: no exit handler ran), and the topics an earlier cleanup() of this kernel had to leave on a broker
+    that was not answering; say what was deleted ('' when nothing)."""
     from streamlab.lab.owners import orphaned
 
     folders = remove_orphaned_folders()
-    topics: list[str] = []
+    theirs: list[str] = []
+    mine: list[str] = []
     bootstrap = bootstrap or (_bootstrap[0] if _bootstrap else None)
     if bootstrap and probe(bootstrap, timeout=1.0) == "kafka":
         try:
-            topics = orphaned(_topics.list_topics(bootstrap))
-            if topics:
-                _topics.delete_within(topics, bootstrap, timeout)
+            listed = _topics.list_topics(bootstrap)
+            theirs = orphaned(listed)
+            mine = [t for t in dict.fromkeys(_left_topics) if t in listed]
+            failed = _topics.delete_within(theirs + mine, bootstrap, timeout) if theirs or mine else []
+            # A topic that is not listed is gone already; one the broker did not delete in time stays for later.
+            _left_topics[:] = [t for t in mine if t in failed]
+            theirs = [t for t in theirs if t not in failed]
+            mine = [t for t in mine if t not in failed]
         except Exception:
-            topics = []  # a broker that went away meanwhile: the next setup() tries again
-    parts = [f"{len(topics)} topics" if topics else "", f"{folders} checkpoint folders" if folders else ""]
+            theirs, mine = [], []  # a broker that went away meanwhile: the next setup() tries again
+    said = []
+    if mine:
+        said.append(f"{_count(len(mine), 'topic')} an earlier cleanup() left while the broker was not answering")
+    parts = [_count(len(theirs), "topic") if theirs else "", _count(folders, "checkpoint folder") if folders else ""]
     parts = [p for p in parts if p]
-    return f"{' and '.join(parts)} left by kernels that are gone" if parts else ""
+    if parts:
+        said.append(f"{' and '.join(parts)} left by kernels that are gone")
+    return "; ".join(said)
 
 
 def _use_broker() -> None:
@@ -681,23 +698,26 @@ def _finish(session, budget: float, at_exit: bool = False) -> str:
     stuck = sum(s.is_alive() for s in stoppers)
     losses = stop_all(timeout=max(0.5, min(2.0 if broker_lost else 3.0, deadline - time.monotonic() - 2)))
     folders = _remove_folders()
-    made = list(_made_topics)
+    made = list(dict.fromkeys(_left_topics + _made_topics))
     _made_topics.clear()
+    _left_topics.clear()
     reentry.forget(made, ())  # the notebook's next cells that read them say so in one line
     left: list[str] = []
     deleted = 0
+    later = "the next kernel's setup()" if at_exit else "the next setup() or cleanup() once it answers again"
     if made and broker_lost:
-        # Never start a broker the learner stopped, nor wait on one that is gone: the next cleanup() or the exit
-        # handler deletes them once it answers, and their names carry this kernel's token, so if it dies first,
-        # the next kernel's setup() does.
-        _made_topics[:0] = made
-        later = "the next kernel's setup()" if at_exit else "the next cleanup() once it answers again"
-        left.append(f"{len(made)} topics on the broker, which is not answering (deleted by {later})")
+        # Never start a broker the learner stopped, nor wait on one that is gone: the next setup() or cleanup()
+        # deletes them once it answers, and their names carry this kernel's token, so if it dies first, the next
+        # kernel's setup() does.
+        _left_topics[:] = made
+        left.append(f"{_count(len(made), 'topic')} on the broker, which is not answering (deleted by {later})")
     elif made:
         failed = _topics.delete_within(made, _bootstrap[0], max(1.0, deadline - time.monotonic()))
         deleted = len(made) - len(failed)
         if failed:
-            left.append(f"{len(failed)} topics the broker did not delete in time (the next setup() deletes them)")
+            _left_topics[:] = failed
+            left.append(f"{_count(len(failed), 'topic')} the broker did not delete in time (deleted by "
+                        f"{later.replace(' once it answers again', '')})")
     if stuck:
         left.append(f"{stuck} quer{'y' if stuck == 1 else 'ies'} still stopping (marked stopped; the thread ends "
                     "by itself once its Kafka call returns)")
@@ -720,7 +740,8 @@ def _at_exit() -> None:
     from streamlab.lab.broker import external_bootstrap, remove_user
 
     try:
-        said = _finish(None, CLEANUP_S, at_exit=True) if (_made_topics or _made_folders or _bootstrap) else ""
+        said = (_finish(None, CLEANUP_S, at_exit=True) if (_made_topics or _left_topics or _made_folders or _bootstrap)
+                else "")
     except Exception as exc:  # the interpreter is shutting down: say it, never hang
         said = f"cleanup at exit failed: {exc}"
     if _bootstrap and not external_bootstrap():

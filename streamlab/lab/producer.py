@@ -56,8 +56,8 @@ def _producer(bootstrap: str | None, options: dict, own_exit: bool = False):
 
 
 def close_now(producer, timeout: float = 1.0) -> None:
-    """Close a kafka-python producer within about `timeout` s, even with the broker away (its close() then raises
-    at its flush and leaves the sender thread running: that thread is force-closed here)."""
+    """Close a kafka-python producer within about 2 x `timeout` s, even with the broker away (its close() then
+    raises at its flush and leaves the sender thread running: that thread is force-closed here, and joined)."""
     try:
         producer.close(timeout=timeout)
         return
@@ -65,8 +65,11 @@ def close_now(producer, timeout: float = 1.0) -> None:
         pass
     try:
         producer._unregister_cleanup()
-        if producer._sender is not None:
-            producer._sender.force_close()
+        sender = producer._sender
+        if sender is not None:
+            sender.force_close()
+            # It ends once its current poll returns (a few ms): wait for that, so no thread outlives the call.
+            sender.join(timeout)
         producer._closed = True
     except Exception:
         pass
