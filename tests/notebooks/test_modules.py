@@ -200,6 +200,9 @@ def test_every_live_claim_of_a_self_test_holds(outcome):
     """A self-test (08's sheet) proves each row on the learner's broker: in the lab run every claim printed holds
     (a claim printing ✗ is a row of the sheet that Spark contradicts, or a proof that does not prove it)."""
     aid, _, lab = outcome
+    source = (SOURCE / aid / f"{aid}.ipynb").read_text(encoding="utf-8")
+    if "claims.claim" in source:
+        assert lab.get("claims"), f"{aid}: its self-test printed no claim in the lab run"
     failed = [line for line in lab.get("claims", []) if line.startswith("✗")]
     assert not failed, f"{aid}: claims of its self-test do not hold:\n" + "\n".join(failed)
 
