@@ -207,30 +207,26 @@ def _describe(trigger: dict) -> str:
     return ", ".join(f'{k}="{v}"' for k, v in trigger.items())
 
 
-# What Real-time Mode refuses, each as (what, how the query is built); `refusals()` runs them and keeps Spark's error.
-# Where each is checked in Spark 4.2 is cited in tests/integration/test_realtime_mode.py.
+# What Real-time Mode refuses: {what: (how the query is built with that one thing changed, the part of Spark's error
+# that names the refusal)}. `refusals()` runs them and keeps Spark's error; `names_refusal()` tells a refusal from a
+# query that failed for another reason (a lost broker, say). Where each is checked in Spark 4.2 is cited in
+# tests/integration/test_realtime_mode.py.
 REFUSED = {
-    "outputMode append": dict(output_mode="append"),
-    'realTime="1 second"': dict(trigger={"realTime": "1 second"}),
-    "the rate source": dict(source="rate"),
-    "foreachBatch": dict(sink="foreachBatch"),
-    "the memory sink": dict(sink="memory"),
-    "groupBy().count() (stateful)": dict(shape="count"),
-    "maxOffsetsPerTrigger": dict(options={"maxOffsetsPerTrigger": "100"}),
-    "minPartitions": dict(options={"minPartitions": "4"}),
+    "outputMode append": (dict(output_mode="append"), "OUTPUT_MODE_NOT_SUPPORTED"),
+    'realTime="1 second"': (dict(trigger={"realTime": "1 second"}), "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL"),
+    "the rate source": (dict(source="rate"), "INPUT_STREAM_NOT_SUPPORTED"),
+    "foreachBatch": (dict(sink="foreachBatch"), "ForeachBatchSink"),
+    "the memory sink": (dict(sink="memory"), "MemorySink"),
+    "groupBy().count() (stateful)": (dict(shape="count"), "HashAggregateExec"),
+    "maxOffsetsPerTrigger": (dict(options={"maxOffsetsPerTrigger": "100"}),
+                             "maxOffsetsPerTrigger is not compatible with real time mode"),
+    "minPartitions": (dict(options={"minPartitions": "4"}), "minpartitions is not compatible with real time mode"),
 }
-# The part of Spark's error that names each refusal (a query that failed for another reason, a lost broker say,
-# must not count as refused).
-REFUSED_WITH = {
-    "outputMode append": "OUTPUT_MODE_NOT_SUPPORTED",
-    'realTime="1 second"': "INVALID_STREAMING_REAL_TIME_MODE_TRIGGER_INTERVAL",
-    "the rate source": "INPUT_STREAM_NOT_SUPPORTED",
-    "foreachBatch": "ForeachBatchSink",
-    "the memory sink": "MemorySink",
-    "groupBy().count() (stateful)": "HashAggregateExec",
-    "maxOffsetsPerTrigger": "maxOffsetsPerTrigger is not compatible with real time mode",
-    "minPartitions": "minpartitions is not compatible with real time mode",
-}
+
+
+def names_refusal(what: str, error: str) -> bool:
+    """Whether `error` (from `refusals()`) is Spark refusing the case `what`, not a failure of another kind."""
+    return REFUSED[what][1] in error
 
 
 def refused_query(spark, topic: str, bootstrap: str, output_mode: str = "update", trigger: dict | None = None,
@@ -256,13 +252,14 @@ def refused_query(spark, topic: str, bootstrap: str, output_mode: str = "update"
 
 
 def refusals(spark, topic: str, cases: dict | None = None, timeout: float = 60.0) -> dict:
-    """{what: the first line of Spark's error} for each refused case; "(ran)" for a query Spark did not refuse."""
+    """{what: the first line of Spark's error} for each case ({what: (change, ...)}, REFUSED's shape); "(ran)" for a
+    query Spark did not refuse."""
     from streamlab.errors import first_line
     from streamlab.lab.broker import ensure_broker
 
     bootstrap = ensure_broker()
     errors, started = {}, {}
-    for what, change in (cases or REFUSED).items():
+    for what, (change, _) in (cases or REFUSED).items():
         try:  # most are refused by start(); the rest when the query plans its first batch, on its own thread
             started[what] = refused_query(spark, topic, bootstrap, **change)
         except Exception as exc:  # noqa: BLE001 - Spark's own error is the lesson
