@@ -195,3 +195,9 @@ def both_stacks(request, both_stacks_session):
     yield {which: pair[0] for which, pair in opened.items()}
     for each, made in opened.values():
         topics.delete_topic(*made, bootstrap=each.bootstrap)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Lines a fixture left for the end of the run (test_modules: where the notebook runs' minutes went)."""
+    for line in getattr(config, "streamlab_summary", []):
+        terminalreporter.write_line(line)

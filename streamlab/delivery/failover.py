@@ -23,6 +23,10 @@ import time
 from streamlab.lab import cluster
 from streamlab.errors import LabError, first_line
 
+FIRST_BATCH_S = 180  # a cold cluster's first batch (executors start, jars travel) is slow under load, not stuck
+SCRIPT_GRACE_S = 120  # killed brokers' restarts (START_TIMEOUT_S each) may hold a script past the demo's end; +15 s a step
+DRAIN_S = 90  # after the producer stops: at most this long without a batch before the counts are taken
+
 
 def on_cluster() -> bool:
     """Whether this kernel's lab runs on the cluster (the demos need it)."""
@@ -245,26 +249,37 @@ class FailoverDemo:
     # --- the end ------------------------------------------------------------------------------------------------
     def wait(self) -> dict:
         """Run until `seconds` after the first batch, stop producing, let the query read everything acknowledged, stop it,
-        restart what was killed, and count each acknowledged record's copies in each sink."""
-        while (self._since_first_batch() < self.seconds or (self._player and self._player.is_alive())) \
-                and self.query.isActive:
+        restart what was killed, and count each acknowledged record's copies in each sink. Bounded: a first batch
+        that never comes, or a script that cannot play on, ends the demo with `error` saying so."""
+        error, grace = None, SCRIPT_GRACE_S + 15 * len(self.script)
+        while self.query.isActive:
+            if not self._first and time.monotonic() - self._started > FIRST_BATCH_S:
+                error = (f"no batch finished within {FIRST_BATCH_S} s of the start: is the cluster short of "
+                         "executors? (cluster.status() shows them)")
+                break
+            played = not (self._player and self._player.is_alive())
+            if self._first and self._since_first_batch() >= self.seconds and played:
+                break
+            if self._first and self._since_first_batch() >= self.seconds + grace:
+                error = (f"the script could not play to its end within {grace:.0f} s of the demo's end (a "
+                         "broker that did not come back?): " + (self.events[-1] if self.events else "no event"))
+                break
             time.sleep(0.5)
         self._stop.set()
         self._producer.join(timeout=90)
         self.restart_nodes()
-        # Drain: wait while batches keep coming (a loaded machine is slow, not stuck), at most 90 s without one.
+        # Drain: wait while batches keep coming (a loaded machine is slow, not stuck), at most DRAIN_S without one.
         seen, last_batch = len(self.batches), time.monotonic()
-        while self.with_sinks and self.query.isActive and time.monotonic() - last_batch < 90:
+        while self.with_sinks and self.query.isActive and time.monotonic() - last_batch < DRAIN_S:
             if self.acked <= set(self.sqlite.delivered()):
                 break
             if len(self.batches) != seen:
                 seen, last_batch = len(self.batches), time.monotonic()
             time.sleep(1)
-        error = None
-        try:
-            self.query.processAllAvailable() if self.query.isActive else None
-        except Exception as exc:
-            error = first_line(exc)
+        else:
+            if self.with_sinks and self.query.isActive and error is None:
+                error = (f"the query had not read every acknowledged record {DRAIN_S} s after its last batch, so "
+                         "'lost' below counts records not read yet: run the demo again")
         self.query.stop()
         if self.query.exception() is not None:
             error = first_line(self.query.exception())

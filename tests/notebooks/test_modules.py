@@ -35,6 +35,7 @@ def _lab_run(path: Path, tmp: Path) -> dict:
     # process's output (the JVM's) into the cell only when it does not think it runs under pytest.
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"} | {"TMPDIR": str(tmp)}
     into: dict = {}
+    at = {"cell": "before the first cell"}  # which cell ran when a run stopped (a time-out names no cell)
     try:
         nb = nbformat.read(path, as_version=4)
         client = NotebookClient(nb, timeout=600, allow_errors=True, kernel_name="python3",
@@ -43,6 +44,7 @@ def _lab_run(path: Path, tmp: Path) -> dict:
         with client.setup_kernel(env=env):
             started = time.monotonic()
             for index, cell in enumerate(nb.cells):
+                at["cell"] = f"Run All, cell {index + 1} ({cell.source.splitlines()[0][:60] if cell.source else ''})"
                 client.execute_cell(cell, index)
             into["seconds"] = round(time.monotonic() - started, 1)
             # what Run All showed, read before going back: nbclient puts each re-run cell into nb.cells
@@ -61,15 +63,17 @@ def _lab_run(path: Path, tmp: Path) -> dict:
                               and o.name == "stdout" for line in o.get("text", "").splitlines()
                               if line.startswith(("✓ ", "✗ "))]
             into["last_ran"] = bool(code[-1].get("execution_count"))
-            into["reentry"] = _re_enter(client, nb)
-    except Exception as exc:  # a dead kernel or a timeout: the test reports it
-        into["errors"] = [f"the run stopped: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"]
+            back = time.monotonic()
+            into["reentry"] = _re_enter(client, nb, at)
+            into["reentry seconds"] = round(time.monotonic() - back, 1)
+    except Exception as exc:  # a dead kernel or a timeout: the test reports it, and where
+        into["errors"] = [f"the run stopped in {at['cell']}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"]
         into["last_ran"] = False
     into["left_behind"] = sorted(p.name for p in tmp.iterdir())
     return into
 
 
-def _re_enter(client, nb) -> list[str]:
+def _re_enter(client, nb, at: dict) -> list[str]:
     """Go back after Run All (whose cleanup() deleted the topics and checkpoints), as learners do: re-run every
     check cell, then enter each section afresh (its cells in order, then cleanup() again). The errors, one a line.
 
@@ -79,6 +83,7 @@ def _re_enter(client, nb) -> list[str]:
 
     def run(index: int, source: str | None = None) -> list[str]:
         cell = copy.deepcopy(nb.cells[index]) if source is None else nbformat.v4.new_code_cell(source)
+        at["cell"] = f"going back, cell {index + 1} ({cell.source.splitlines()[0][:60] if cell.source else ''})"
         client.execute_cell(cell, index)
         return [f"{o.ename}: {(o.evalue or '').splitlines()[0][:200] if o.evalue else ''}"
                 for o in cell.get("outputs", []) if o.output_type == "error"]
@@ -98,6 +103,7 @@ def _re_enter(client, nb) -> list[str]:
     for title, cells in sections:
         for i in cells:
             cell = copy.deepcopy(nb.cells[i])
+            at["cell"] = f"going back, section {title!r}, cell {i + 1}"
             client.execute_cell(cell, i)
             errors += [f"section {title!r}, cell {i + 1} after cleanup(): {o.ename}: "
                        f"{(o.evalue or '').splitlines()[0][:200] if o.evalue else ''}"
@@ -119,7 +125,7 @@ def runs(request, tmp_path_factory, bootstrap):
     selected = {item.callspec.params["outcome"] for item in request.session.items
                 if getattr(item, "callspec", None) and "outcome" in item.callspec.params}
     ids = [aid for aid in IDS if aid in selected] or IDS
-    before = _temporary_folders()
+    before, began = _temporary_folders(), time.monotonic()
     student_versions = tmp_path_factory.mktemp("release")
     release(student_versions, SOURCE, quiet=True)  # fresh, whether or not notebooks/ is up to date
     tmp = tmp_path_factory.mktemp("runs")
@@ -143,7 +149,20 @@ def runs(request, tmp_path_factory, bootstrap):
     if not cluster_before and cluster.folder().exists():
         cluster.stop()
     results = {aid: {r.student: r for r in graded if r.assignment == aid} for aid in ids}
+    _report_timings(request.config, results, lab, time.monotonic() - began)
     return {aid: (results[aid], lab[aid]) for aid in ids}, sorted(_temporary_folders() - before)
+
+
+def _report_timings(config, results: dict, lab: dict, total: float) -> None:
+    """Where the fixture's minutes go (graded runs, lab runs), one line per assignment: tests/conftest.py prints
+    them in pytest's summary (a fixture's own output is captured)."""
+    lines = [f"notebook runs, {total:.0f} s in all (graded: solution / untouched; lab: Run All + going back):"]
+    for aid, record in lab.items():
+        graded = " / ".join(f"{results[aid][s].seconds:.0f} s" if s in results[aid] else "-"
+                            for s in ("solution", "untouched"))
+        lines.append(f"  {aid:28} graded {graded:16} lab {record.get('seconds', '-')} s + "
+                     f"{record.get('reentry seconds', '-')} s")
+    config.streamlab_summary = getattr(config, "streamlab_summary", []) + lines
 
 
 @pytest.fixture(params=IDS)
