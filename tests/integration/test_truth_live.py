@@ -74,3 +74,168 @@ def test_the_dstreams_proof_puts_its_settings_on_the_spark_conf_and_restores_it(
         assert spark.sparkContext.getConf().get(key) == "10"
         assert spark.conf.get(key) == "10"
     assert spark.sparkContext.getConf().get(key) is None and spark.conf.get(key, None) is None
+
+
+def _wait_for(condition, what: str, timeout: float = 90.0) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:.0f} s"
+        time.sleep(0.2)
+
+
+def test_stop_cancels_a_running_batch_and_the_restart_writes_its_records_again(spark, topic, bootstrap, tmp_path):
+    # 05's cap-change restart. MicroBatchExecution.scala:446-459: stop() sets TERMINATED, cancels the query's job
+    # group and interrupts its thread; offsets/N is written before the batch runs (offsetLog.add, 1279/1449),
+    # commits/N only after it (commitLog.add, 1515). On restart the last batch has no commit (802-812): batch N runs
+    # again over the same offsets, and a sink that is not idempotent writes its records twice.
+    import time
+
+    from streamlab.course import claims
+
+    source = topic(partitions=1, prefix="truth-stop")
+    claims.fill(source, {0: 10})
+    checkpoint, written, slow = tmp_path / "checkpoint", [], [True]
+
+    def sink(batch_df, batch_id):
+        written.extend((batch_id, row.offset) for row in batch_df.select("offset").collect())  # a plain append
+        if slow[0]:  # then a long Spark job: the one stop() cancels
+            batch_df.rdd.foreachPartition(lambda rows: time.sleep(120))
+
+    def start():
+        return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", source).option("startingOffsets", "earliest").load()
+                .writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint)).start())
+
+    query = start()
+    _wait_for(lambda: len(written) == 10, "batch 0's append")
+    began = time.monotonic()
+    query.stop()
+    assert time.monotonic() - began < 30, "stop() waited for the batch instead of cancelling it"
+    assert (checkpoint / "offsets" / "0").exists() and not (checkpoint / "commits" / "0").exists()
+    slow[0] = False
+    query = start()
+    try:
+        _wait_for(lambda: (checkpoint / "commits" / "0").exists(), "the restart's commit of batch 0")
+    finally:
+        query.stop()
+    assert [w for w in written if w[0] == 0] == [(0, offset) for offset in range(10)] * 2, written
+
+
+def test_sink_records_carry_the_producers_time_unless_the_topic_uses_log_append_time(spark, bootstrap):
+    # KafkaWriteTask.scala:104 and 112: the record is built without a timestamp, so the producer stamps CreateTime
+    # when it sends (a `timestamp` column is not read); a topic with LogAppendTime gets the broker's time instead.
+    import datetime
+
+    from streamlab.lab import topics
+
+    create = topics.create_topic(topics.unique_name("truth-create-time"), 1, bootstrap)
+    log = topics.create_topic(topics.unique_name("truth-log-time"), 1, bootstrap,
+                              configs={"message.timestamp.type": "LogAppendTime"})
+    try:
+        row = spark.createDataFrame([("x", datetime.datetime(2001, 1, 1))], "value string, timestamp timestamp")
+        now = datetime.datetime.now()
+        seen = {}
+        for name in (create, log):
+            row.write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", name).save()
+            seen[name] = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                          .option("subscribe", name).load().select("timestamp", "timestampType").collect())
+        assert [r.timestampType for r in seen[create]] == [0] and [r.timestampType for r in seen[log]] == [1]
+        for name in (create, log):  # the time of the write, never the column's 2001
+            assert abs((seen[name][0].timestamp - now).total_seconds()) < 300, seen[name]
+    finally:
+        topics.delete_topic(create, log, bootstrap=bootstrap)
+
+
+def test_one_task_per_kafka_partition_is_the_read_stage_only(spark, topic, bootstrap, tmp_path):
+    # KafkaMicroBatchStream.scala:209-228: one input partition per offset range (read stage: one task per Kafka
+    # partition); a streaming aggregation shuffles into spark.sql.shuffle.partitions state partitions (stateful
+    # queries run without AQE), whatever the topic's partition count. StreamExecution.scala:285: a batch's jobs run
+    # in the job group named by the query's runId.
+    from streamlab.course import claims
+
+    source = topic(partitions=4, prefix="truth-stages")
+    claims.fill(source, {p: 5 for p in range(4)})
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "3")
+    try:
+        query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                 .option("subscribe", source).option("startingOffsets", "earliest").load()
+                 .groupBy("partition").count().writeStream.outputMode("complete").format("noop")
+                 .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+        query.awaitTermination(120)
+        query.stop()
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    tracker = spark.sparkContext.statusTracker()
+    tasks = sorted(tracker.getStageInfo(stage).numTasks for job in tracker.getJobIdsForGroup(str(query.runId))
+                   for stage in tracker.getJobInfo(job).stageIds)
+    assert tasks == [3, 4], f"tasks per stage of the batch: {tasks}"
+
+
+def test_a_named_source_keeps_its_offsets_under_sources_slash_its_name(spark, topic, bootstrap, tmp_path):
+    # StreamingUtils.scala:62-70 (getMetadataPath): a user-provided name gives <checkpoint>/sources/<name>, an
+    # unnamed source sources/<i>; pyspark readwriter.py:249-275, DataStreamReader.name (4.2.0, experimental). A name
+    # is refused unless spark.sql.streaming.queryEvolution.enableSourceEvolution is on (catalyst SQLConf.scala:
+    # 3226-3234, internal, default false): STREAMING_QUERY_EVOLUTION_ERROR.SOURCE_NAMING_NOT_SUPPORTED.
+    from streamlab.course import claims
+
+    source = topic(partitions=1, prefix="truth-named")
+    claims.fill(source, {0: 3})
+
+    def reader(name):
+        read = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", source).option("startingOffsets", "earliest"))
+        return read.name(name) if name else read
+
+    with pytest.raises(Exception, match="SOURCE_NAMING_NOT_SUPPORTED"):
+        reader("orders").load()
+    key, folders = "spark.sql.streaming.queryEvolution.enableSourceEvolution", {}
+    spark.conf.set(key, "true")
+    try:
+        for name in ("orders", "payments"):
+            checkpoint = tmp_path / f"checkpoint-{name}"
+            query = (reader(name).load().writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+                     .trigger(availableNow=True).start())
+            query.awaitTermination(120)
+            query.stop()
+            folders[name] = sorted(p.name for p in (checkpoint / "sources").iterdir())
+    finally:
+        spark.conf.unset(key)
+    checkpoint = tmp_path / "checkpoint-unnamed"
+    query = reader(None).load().writeStream.format("noop").option("checkpointLocation", str(checkpoint)) \
+        .trigger(availableNow=True).start()
+    query.awaitTermination(120)
+    query.stop()
+    folders[None] = sorted(p.name for p in (checkpoint / "sources").iterdir())
+    assert folders == {"orders": ["orders"], "payments": ["payments"], None: ["0"]}, folders
+
+
+def test_rates_are_reported_and_never_fed_back_into_what_a_batch_reads(spark, topic, bootstrap):
+    # KafkaMicroBatchStream.scala latestOffset: without a cap (maxOffsetsPerTrigger/minOffsetsPerTrigger) the end
+    # offset is the latest offset, whatever the last batch's processedRowsPerSecond (ProgressReporter reports it and
+    # nothing reads it back).
+    import time
+
+    from streamlab.course import claims
+
+    source = topic(partitions=1, prefix="truth-rates")
+    claims.fill(source, {0: 200})
+
+    def sink(batch_df, batch_id):
+        batch_df.count()
+        if batch_id == 0:  # a slow first batch, during which 300 more records arrive
+            claims.fill(source, {0: 300})
+            time.sleep(3)
+
+    query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+             .option("subscribe", source).option("startingOffsets", "earliest").load()
+             .writeStream.foreachBatch(sink).start())
+    try:
+        _wait_for(lambda: sum(p["numInputRows"] for p in query.recentProgress) >= 500, "reading all 500 records")
+    finally:
+        query.stop()
+    read = [p for p in query.recentProgress if p["numInputRows"]]
+    assert [p["numInputRows"] for p in read] == [200, 300], [p["numInputRows"] for p in read]
+    assert read[0]["processedRowsPerSecond"] < 100, "the first batch was meant to be slow"

@@ -258,6 +258,8 @@ def test_changing_a_subscription_says_generally_not_allowed_and_names_sources():
     # or reordered without losing state", default false).
     said = cells("06")["m6-059"]
     assert '"generally not allowed"' in said and "name(" in said and "enableSourceEvolution" in said
+    # a name is refused with the setting off (test_truth_live: SOURCE_NAMING_NOT_SUPPORTED), so the text says so
+    assert "SOURCE_NAMING_NOT_SUPPORTED" in said and "`sources/orders`" in said
 
 
 def test_group_id_hash_is_of_the_sources_checkpoint_folder():
