@@ -625,7 +625,10 @@ def check_login(user: str = ADMIN_USER, password: str | None = None) -> None:
         client = _admin(password if password is not None else _scram_password(), timeout_ms=8000, user=user)
     except Exception as exc:
         text = f"{type(exc).__name__}: {exc}"
-        if "uthenticat" in text:
+        # kafka-python 3 reports a refused SCRAM login as "Unable to bootstrap": the broker closes the connection.
+        # Brokers that answer ApiVersions (allowed before login) but let nobody bootstrap refused the login.
+        refused = "bootstrap" in text and scram_enabled() and any(_api_versions(p) for p in ports().brokers)
+        if "uthenticat" in text or refused:
             raise LabError(f"SCRAM authentication failed for user {user!r} at {bootstrap()}: check the password "
                            "(sasl.jaas.config in your options file).") from None
         raise LabError(f"Could not connect to {bootstrap()} as {user!r}: {first_line(exc, 200)}") from None
