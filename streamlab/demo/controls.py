@@ -23,8 +23,8 @@ from streamlab.demo import settings as _settings
 from streamlab.demo.charts import RESTART_COLOR
 from streamlab.demo.widgets import slider
 
-KNOBS = ("rate", "cap", "trigger", "cost", "partitions", "min_partitions")
-RESTARTING = ("cap", "trigger", "cost", "min_partitions")  # read when a query starts
+KNOBS = ("rate", "cap", "trigger", "cost", "partitions", "min_partitions", "min_offsets", "max_delay")
+RESTARTING = ("cap", "trigger", "cost", "min_partitions", "min_offsets", "max_delay")  # read when a query starts
 _SUBSHELL: dict = {}
 
 
@@ -87,8 +87,10 @@ class Controls:
                 else:
                     self._note(f"{knob.replace('_', ' ')} {value}", restart=False)
             else:
-                key = {"cap": "cap", "trigger": "trigger_seconds", "cost": "cost_ms",
-                       "min_partitions": "min_partitions"}[knob]
+                key = _settings.KNOB_KEYS[knob]
+                floor = value if knob == "min_offsets" else self._wanted.get("min_offsets", self._settings["min_offsets"])
+                cap = value if knob == "cap" else self._wanted.get("cap", self._settings["cap"])
+                _settings.check_floor_under_cap(floor, cap)
                 self._wanted[key] = value
                 self._pending_restart.append(knob)
         self._wake.set()
@@ -174,6 +176,11 @@ class Controls:
             self._sliders["partitions"] = slider("topic partitions", s["partitions"] or 1, 1, 12)
         if "min_partitions" in self.controls:
             self._sliders["min_partitions"] = slider("minPartitions (0 = unset)", s["min_partitions"], 0, 16)
+        if "min_offsets" in self.controls:
+            self._sliders["min_offsets"] = slider("minOffsetsPerTrigger (0 = unset)", s["min_offsets"], 0, 5_000, 100)
+        if "max_delay" in self.controls:
+            self._sliders["max_delay"] = slider("maxTriggerDelay (ms, 0 = 15 min)", int(s["max_delay_seconds"] * 1000),
+                                                0, 10_000, 500)
         for knob in self.knobs.values():
             if knob.options:
                 self._sliders[knob.name] = W.SelectionSlider(
@@ -182,6 +189,7 @@ class Controls:
             else:
                 self._sliders[knob.name] = slider(knob.label, knob.value, knob.lo, knob.hi, knob.step)
         convert = {"cap": lambda v: v or None, "trigger": lambda v: v / 1000, "cost": lambda v: v / 1000,
+                   "max_delay": lambda v: v / 1000,
                    **{name: (lambda v: v) for name in self.knobs}}
         self._convert = convert
         for knob, widget in self._sliders.items():
@@ -237,7 +245,8 @@ class Controls:
         s = self._settings
         return {"rate": s["rate"], "cap": s["cap"] or 0, "trigger": int(round(s["trigger_seconds"] * 1000)),
                 "cost": int(round(s["cost_ms"] * 1000)), "partitions": s["partitions"] or 1,
-                "min_partitions": s["min_partitions"]}[knob]
+                "min_partitions": s["min_partitions"], "min_offsets": s["min_offsets"],
+                "max_delay": int(round(s["max_delay_seconds"] * 1000))}[knob]
 
     def _sync_controls(self, disable: bool = False) -> None:
         """Every slider to the value in force (and disabled, once the demo ended): none shows a value not used."""

@@ -73,9 +73,10 @@ class LiveDemo(Controls, LiveLoop):
 
     The query's knobs: `rate` (records/s), `max_offsets` (maxOffsetsPerTrigger, None: no cap), `trigger_seconds`
     (0: as fast as possible), `cost_ms` (simulated work per record), `min_partitions` (0: unset), or all of them
-    as one `settings=StreamSettings(...)`; a value a knob cannot take is refused at once (`KnobError`, one line
-    naming the knob). controls: which of "rate", "cap", "trigger", "cost", "partitions", "min_partitions" get a
-    slider, plus "burst" for a burst button (of `burst` records). `script` moves knobs by itself: steps
+    as one `settings=StreamSettings(...)`, which alone also holds `min_offsets` (minOffsetsPerTrigger, 0: unset)
+    and `max_delay_seconds` (maxTriggerDelay, 0: Spark's 15 min); a value a knob cannot take is refused at once
+    (`KnobError`, one line naming the knob). controls: which of "rate", "cap", "trigger", "cost", "partitions",
+    "min_partitions", "min_offsets", "max_delay" get a slider, plus "burst" for a burst button (of `burst` records). `script` moves knobs by itself: steps
     `(at, knob, value)`, `(at, rate)` or `(at, "burst", n)`, `at` counted in seconds after the first batch with
     data (or in batches with `script_in="batches"`); a person's move of a knob cancels the script's later moves of
     it (with `script_until_touched`, the whole rest of the script).
@@ -411,6 +412,10 @@ class LiveDemo(Controls, LiveLoop):
             parts.append(f"partitions {s['partitions']}")
         if s["min_partitions"] or "min_partitions" in self.controls:
             parts.append(f"minPartitions {s['min_partitions'] or 'unset'}")
+        if s["min_offsets"] or "min_offsets" in self.controls or "max_delay" in self.controls:
+            parts.append(f"minOffsetsPerTrigger {s['min_offsets'] or 'unset'}")
+            parts.append(f"maxTriggerDelay {s['max_delay_seconds']:g} s" if s["max_delay_seconds"]
+                         else "maxTriggerDelay 15 min")
         parts += [f"{k.label.split(' (')[0]} {self.knob_values[k.name]}" for k in self.knobs.values()]
         wanted = {**self._wanted}
         if wanted:  # moved, in force at the restart that is under way

@@ -49,6 +49,10 @@ class LiveLoop:
             reader = reader.option("maxOffsetsPerTrigger", str(s["cap"]))
         if s["min_partitions"]:
             reader = reader.option("minPartitions", str(s["min_partitions"]))
+        if s["min_offsets"]:
+            reader = reader.option("minOffsetsPerTrigger", str(s["min_offsets"]))
+            if s["max_delay_seconds"]:
+                reader = reader.option("maxTriggerDelay", f"{int(round(s['max_delay_seconds'] * 1000))}ms")
         cost_s, stop, run, tasks = s["cost_ms"] / 1000, self._run_stop, self._run, self._tasks
         count_tasks, on_batch = "tasks" in self.charts, self.on_batch
 

@@ -20,6 +20,8 @@ MAX_TRIGGER_S = 3_600.0
 MAX_COST_MS = 100.0  # per record: beyond it a batch of a few hundred records takes minutes
 MAX_PARTITIONS = 64
 MAX_MIN_PARTITIONS = 1_000
+MAX_MIN_OFFSETS = 10_000_000
+MAX_DELAY_S = 3_600.0
 
 
 class KnobError(LabError, ValueError):
@@ -78,6 +80,22 @@ def check_min_partitions(value) -> int:
                    what=f"a whole number from 1 to {MAX_MIN_PARTITIONS:,} (or 0: unset)")
 
 
+def check_min_offsets(value) -> int:
+    """minOffsetsPerTrigger: a whole number ≥ 1, or 0 / None: unset (a trigger never waits)."""
+    if value is None:
+        return 0
+    return _number("minOffsetsPerTrigger", value, whole=True, lo=0, hi=MAX_MIN_OFFSETS,
+                   what=f"a whole number from 1 to {MAX_MIN_OFFSETS:,} (or 0: unset)")
+
+
+def check_max_delay(value) -> float:
+    """maxTriggerDelay in seconds: how long a floor may hold batches back (0 / None: Spark's default, 15 minutes)."""
+    if value is None:
+        return 0.0
+    return _number("maxTriggerDelay (seconds)", value, whole=False, lo=0, hi=MAX_DELAY_S,
+                   what=f"a number of seconds from 0 to {MAX_DELAY_S:g} (0: Spark's default, 15 min)")
+
+
 def check_partitions(value) -> int:
     """A topic's partition count (Kafka can add partitions, never remove them)."""
     return _number("topic partitions", value, whole=True, lo=1, hi=MAX_PARTITIONS,
@@ -102,6 +120,8 @@ class StreamSettings:
     cost_ms: float = 0.0
     min_partitions: int = 0
     partitions: int | None = None
+    min_offsets: int = 0
+    max_delay_seconds: float = 0.0
 
     def __post_init__(self):
         self.rate = check_rate(self.rate)
@@ -109,6 +129,9 @@ class StreamSettings:
         self.trigger_seconds = check_trigger(self.trigger_seconds)
         self.cost_ms = check_cost(self.cost_ms)
         self.min_partitions = check_min_partitions(self.min_partitions)
+        self.min_offsets = check_min_offsets(self.min_offsets)
+        self.max_delay_seconds = check_max_delay(self.max_delay_seconds)
+        check_floor_under_cap(self.min_offsets, self.cap)
         if self.partitions is not None:
             self.partitions = check_partitions(self.partitions)
 
@@ -134,12 +157,21 @@ class StreamSettings:
 
 CHECKS: dict[str, Callable[[Any], Any]] = {
     "rate": check_rate, "cap": check_cap, "trigger_seconds": check_trigger, "cost_ms": check_cost,
-    "min_partitions": check_min_partitions, "partitions": check_partitions}
+    "min_partitions": check_min_partitions, "partitions": check_partitions, "min_offsets": check_min_offsets,
+    "max_delay_seconds": check_max_delay}
 KEYS = tuple(f.name for f in fields(StreamSettings))
 
 # a knob's name in set() and the script → (its key in StreamSettings, its check)
 KNOB_KEYS = {"rate": "rate", "cap": "cap", "trigger": "trigger_seconds", "cost": "cost_ms",
-             "min_partitions": "min_partitions", "partitions": "partitions"}
+             "min_partitions": "min_partitions", "partitions": "partitions", "min_offsets": "min_offsets",
+             "max_delay": "max_delay_seconds"}
+
+
+def check_floor_under_cap(floor: int, cap: int | None) -> None:
+    """Spark refuses minOffsetsPerTrigger above maxOffsetsPerTrigger at load(): refused here first, naming both."""
+    if floor and cap and floor > cap:
+        raise KnobError(f"minOffsetsPerTrigger {floor:,} is above maxOffsetsPerTrigger {cap:,}: Spark refuses that "
+                        "at load(); lower the floor or raise the cap")
 
 
 def check_knob(knob: str, value):
@@ -156,6 +188,9 @@ def settings_text(s: dict) -> str:
         parts.append(f"cost {s['cost_ms'] * 1000:g} µs/record")
     if s.get("min_partitions"):
         parts.append(f"minPartitions {s['min_partitions']}")
+    if s.get("min_offsets"):
+        delay = f"{s['max_delay_seconds']:g} s" if s.get("max_delay_seconds") else "15 min (default)"
+        parts.append(f"minOffsetsPerTrigger {s['min_offsets']:,}, maxTriggerDelay {delay}")
     return " · ".join(parts)
 
 
@@ -163,5 +198,7 @@ def knob_text(key: str, value) -> str:
     """One setting, as a restart marker names it."""
     return {"cap": f"cap {value:,}" if value else "no cap",
             "trigger_seconds": f"trigger {value:g} s" if value else "trigger as fast as possible",
-            "cost_ms": f"cost {value * 1000:g} µs", "min_partitions": f"minPartitions {value or 'unset'}"}.get(
+            "cost_ms": f"cost {value * 1000:g} µs", "min_partitions": f"minPartitions {value or 'unset'}",
+            "min_offsets": f"minOffsetsPerTrigger {value or 'unset'}",
+            "max_delay_seconds": f"maxTriggerDelay {value:g} s" if value else "maxTriggerDelay 15 min"}.get(
         key, f"{key} {value}")

@@ -6,8 +6,6 @@ therefore has to read progress events and restart the query (on the same checkpo
 """
 from __future__ import annotations
 
-import time
-
 from streamlab.observe import lag as _lag
 from streamlab.lab.lifecycle import new_checkpoint
 from streamlab.demo import LiveDemo
@@ -40,44 +38,6 @@ def least_squares_slope(events) -> float | None:
     if sxx == 0:
         return None
     return sum((x - mx) * (y - my) for x, y in points) / sxx
-
-
-def timed_batches(spark, topic: str, options: dict | None = None, *, seconds: float = 10.0, rate: int = 0,
-                  bootstrap: str | None = None):
-    """Run a stream on `topic` (extra reader `options`) for `seconds` with a producer at `rate`/s; a DataFrame with
-    each data batch's time since the first one (s) and rows."""
-    import pandas as pd
-
-    from streamlab.lab.broker import ensure_broker
-    from streamlab.observe.progress import stop_between_batches
-    from streamlab.lab.producer import BackgroundProducer
-
-    bootstrap = bootstrap or ensure_broker()
-    seen: list = []
-    t0 = time.monotonic()
-
-    def record(df, batch_id):
-        n = df.count()
-        if n:
-            seen.append((batch_id, round(time.monotonic() - t0, 2), n))
-
-    producer = BackgroundProducer(topic, rate=rate, bootstrap=bootstrap).start() if rate else None
-    query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-             .option("subscribe", topic).options(**{k: str(v) for k, v in (options or {}).items()}).load()
-             .writeStream.foreachBatch(record).option("checkpointLocation", new_checkpoint("timed")).start())
-    try:
-        deadline = time.monotonic() + seconds + 60  # Spark's start-up does not count
-        while time.monotonic() < deadline and (not seen or seen[-1][1] - seen[0][1] < seconds):
-            if query.exception() is not None:
-                break
-            time.sleep(0.2)
-    finally:
-        stop_between_batches(query)
-        if producer is not None:
-            producer.stop()
-    first = seen[0][1] if seen else 0.0
-    return pd.DataFrame([{"batch": b, "t": round(t - first, 2), "rows": n} for b, t, n in seen],
-                        columns=["batch", "t", "rows"])
 
 
 def catch_up_run(spark, topic: str, options: dict | None, trigger: dict | None, *, timeout: float = 90.0,

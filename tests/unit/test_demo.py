@@ -352,3 +352,24 @@ def test_a_lost_broker_ends_the_demo_with_one_line_in_its_alert_and_wait_raises_
     with pytest.raises(LabError, match="stopped answering") as raised:
         demo.wait()
     assert "\n" not in str(raised.value)
+
+
+def test_the_floor_and_its_delay_are_knobs_that_restart_the_query_and_a_floor_over_the_cap_is_refused(monkeypatch):
+    from streamlab.demo import KnobError
+    from streamlab.demo.settings import StreamSettings
+
+    d = _started(LiveDemo(None, "t", settings=StreamSettings(rate=100, cap=1_000, min_offsets=500,
+                                                             max_delay_seconds=3),
+                          controls=("rate", "min_offsets", "max_delay")), monkeypatch, partitions=3)
+    assert "minOffsetsPerTrigger 500 · maxTriggerDelay 3 s" in d.readout(1.0)
+    d._sliders["max_delay"].value = 6_000  # the browser's milliseconds
+    d._sliders["min_offsets"].value = 800
+    assert d._wanted == {"max_delay_seconds": 6.0, "min_offsets": 800}
+    d._restart()
+    assert d.settings["min_offsets"] == 800 and d.settings["max_delay_seconds"] == 6.0 and d.started_queries
+    with pytest.raises(KnobError, match="above maxOffsetsPerTrigger 1,000"):
+        d.set("min_offsets", 1_200)  # Spark would refuse it at load(): refused before the restart
+    with pytest.raises(KnobError, match="minOffsetsPerTrigger"):
+        StreamSettings(cap=100, min_offsets=500)
+    with pytest.raises(KnobError, match="maxTriggerDelay"):
+        StreamSettings(max_delay_seconds=-1)
