@@ -176,7 +176,7 @@ def make_samples(out: Path = SAMPLES, source: Path = SOURCE, assignment: str = "
             for cell in nb.cells:
                 gid = cell.metadata.get("nbgrader", {}).get("grade_id")
                 if gid in answers:
-                    cell.source = cell.source.replace("# YOUR CODE HERE\n...", answers[gid])
+                    cell.source = cell.source.replace("# YOUR CODE HERE\npass", answers[gid])
             path = out / student / assignment / f"{assignment}.ipynb"
             path.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, path)

@@ -134,7 +134,7 @@ def workshop_section() -> None:
             for cell in notebook["cells"]:
                 gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
                 if gid in answers:
-                    cell["source"] = cell["source"].replace("# YOUR CODE HERE\n...", answers[gid])
+                    cell["source"] = cell["source"].replace("# YOUR CODE HERE\npass", answers[gid])
             learner.save_notebook(path, notebook)
         cores = os.cpu_count() or 2
         began = time.perf_counter()

@@ -55,6 +55,9 @@ def _lab_run(path: Path, tmp: Path) -> dict:
             into["stderr"] = [f"cell {i + 1}: {o.get('text', '')[:300]}" for i, c in enumerate(nb.cells)
                               if c.cell_type == "code" for o in c.get("outputs", [])
                               if o.output_type == "stream" and o.name == "stderr"]
+            into["ellipsis"] = [f"cell {i + 1}" for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                                for o in c.get("outputs", []) if o.output_type == "execute_result"
+                                and o.get("data", {}).get("text/plain") == "Ellipsis"]
             into["setup"] = "".join(o.get("text", "") for o in code[0].get("outputs", [])
                                     if o.output_type == "stream")
             # every claim a live self-test printed (claims.claim: "✓ text" or "✗ text  (seen: …)")
@@ -212,6 +215,13 @@ def test_no_red_stderr_box_and_the_setup_cell_names_the_connector(outcome):
     aid, _, lab = outcome
     assert not lab.get("stderr"), f"{aid}: cells wrote to stderr:\n" + "\n".join(lab["stderr"])
     assert "engine    connector" in lab.get("setup", ""), f"{aid}: the setup cell does not report the connector"
+
+
+@pytest.mark.timeout(3600)
+def test_no_untouched_answer_cell_prints_ellipsis(outcome):
+    """An answer stub (`# YOUR CODE HERE`, then `pass`) shows nothing under it: `...` printed `Ellipsis`."""
+    aid, _, lab = outcome
+    assert not lab.get("ellipsis"), f"{aid}: cells print Ellipsis: {lab['ellipsis']}"
 
 
 @pytest.mark.timeout(3600)

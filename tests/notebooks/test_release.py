@@ -53,8 +53,8 @@ def test_release_strips_solutions_and_hidden_tests(tmp_path):
     nb = json.loads((out / "fx-basics" / "fx-basics.ipynb").read_text(encoding="utf-8"))
     answers = {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in nb["cells"]
                if c["metadata"].get("nbgrader", {}).get("solution")}
-    assert answers["q1_answer"] == "q1 = None\n# YOUR CODE HERE\n...", "stub: `# YOUR CODE HERE` then `...`"
-    assert answers["ex1_answer"].endswith("    # YOUR CODE HERE\n    ..."), answers["ex1_answer"]
+    assert answers["q1_answer"] == "q1 = None\n# YOUR CODE HERE\npass", "stub: `# YOUR CODE HERE` then `pass`"
+    assert answers["ex1_answer"].endswith("    # YOUR CODE HERE\n    pass"), answers["ex1_answer"]
     assert not any("raise" in a for a in answers.values()), "stubs must not raise: untouched notebooks run to the end"
     assert all(not c.get("outputs") for c in nb["cells"] if c["cell_type"] == "code")
     assert find_leaks(out, FIXTURES) == []

@@ -173,7 +173,7 @@ def _hand_in(learner: Learner, answers: dict | None) -> None:
         if gid in answers:
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
             # the released stub, or an earlier wrong answer (a learner fixing their notebook before a regrade)
-            cell["source"] = source.replace("# YOUR CODE HERE\n...", answers[gid]).replace(WRONG[gid], answers[gid])
+            cell["source"] = source.replace("# YOUR CODE HERE\npass", answers[gid]).replace(WRONG[gid], answers[gid])
     learner.save_notebook(path, notebook)
 
 
