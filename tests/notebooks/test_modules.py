@@ -55,6 +55,9 @@ def _lab_run(path: Path, tmp: Path) -> dict:
             into["stderr"] = [f"cell {i + 1}: {o.get('text', '')[:300]}" for i, c in enumerate(nb.cells)
                               if c.cell_type == "code" for o in c.get("outputs", [])
                               if o.output_type == "stream" and o.name == "stderr"]
+            # what each cell with an id showed last (its execute_result), read by the tests of printed numbers
+            into["shown"] = {c.get("id"): o["data"]["text/plain"] for c in code for o in c.get("outputs", [])
+                             if o.output_type == "execute_result" and "text/plain" in o.get("data", {})}
             into["ellipsis"] = [f"cell {i + 1}" for i, c in enumerate(nb.cells) if c.cell_type == "code"
                                 for o in c.get("outputs", []) if o.output_type == "execute_result"
                                 and o.get("data", {}).get("text/plain") == "Ellipsis"]
@@ -215,6 +218,59 @@ def test_no_red_stderr_box_and_the_setup_cell_names_the_connector(outcome):
     aid, _, lab = outcome
     assert not lab.get("stderr"), f"{aid}: cells wrote to stderr:\n" + "\n".join(lab["stderr"])
     assert "engine    connector" in lab.get("setup", ""), f"{aid}: the setup cell does not report the connector"
+
+
+def _shown(lab: dict, cell_id: str):
+    """The value a cell showed in the lab run (a dict or list literal, or text), parsed."""
+    import ast
+
+    assert cell_id in lab.get("shown", {}), f"cell {cell_id} showed nothing in the lab run"
+    text = lab["shown"][cell_id]
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _ints(mapping) -> dict:
+    return {int(k): v for k, v in mapping.items()}
+
+
+@pytest.mark.timeout(3600)
+def test_what_is_new_since_3x_shows_the_numbers_its_text_states(runs):
+    """Issue 15, item 3: the cells of 02 and 07 on what Spark added since 3.x show, live, the numbers the text under
+    them states (KafkaSourceProvider.scala:569-582 by time; 550-557 the scan's metrics; StreamingQueryCheckpoint-
+    Metadata.scala:62-76 the missing metadata file; KafkaMicroBatchStream's latestOffset with read_committed;
+    AsyncProgressTrackingMicroBatchExecution.scala:253-295)."""
+    labs = {aid[:2]: record for aid, (_, record) in runs[0].items()}
+    assert "02" in labs and "07" in labs, "this test reads the lab runs of 02 and 07"
+    if "02" in labs:
+        lab = labs["02"]
+        by_time = _shown(lab, "m2-bytime-code")
+        assert _ints(by_time["startingTimestamp=cut"]) == {0: 20, 1: 20}, by_time
+        assert _ints(by_time["by partition (0 from cut, 1 from 0)"]) == {0: 20, 1: 70}, by_time
+        assert isinstance(by_time["an hour later"], str) and by_time["an hour later, strategy latest"] == {}, by_time
+        lost = _shown(lab, "m2-dataloss-code")
+        assert lost["failOnDataLoss=true"]["error"], lost
+        kept = lost["failOnDataLoss=false"]
+        assert kept["error"] is None and kept["rows"] == 40, lost
+        assert kept["scan"].get("dataLoss") == 2 and kept["scan"].get("offsetOutOfRange") == 60, lost
+        assert "STREAMING_CHECKPOINT_MISSING_METADATA_FILE" in str(_shown(lab, "m2-metadata-code"))
+    if "07" in labs:
+        lab = labs["07"]
+        dedup = _shown(lab, "m7-dedup-code")
+        assert dedup["rows kept"] == dedup["distinct ids kept"] == 200 and dedup["batches"] >= 2, dedup
+        stalled = _shown(lab, "m7-open-tx-code")
+        assert _ints(stalled["log end"]) == {0: 86}, stalled
+        assert stalled["read_committed, transaction open"]["rows"] == 30, stalled
+        assert stalled["read_committed, after the commit"]["rows"] == 85, stalled
+        relay = _shown(lab, "m7-async-code")
+        plain, asynchronous = relay["default"], relay["async, 10 s"]
+        assert plain["error"] is None and plain["commits"] >= plain["batches"] >= 3, relay
+        assert asynchronous["error"] is None and asynchronous["batches"] >= 3, relay
+        # files at most every 10 s, not one per batch: the first batch's, then none within the 6 s run
+        assert asynchronous["commits"] <= asynchronous["offsets"] <= 2 < asynchronous["batches"], relay
+        assert relay["into foreachBatch"] and relay["with availableNow"], relay
 
 
 @pytest.mark.timeout(3600)
