@@ -72,20 +72,21 @@ def check_cost(value) -> float:
                    what=f"a number of milliseconds from 0 to {MAX_COST_MS:g}")
 
 
-def check_min_partitions(value) -> int:
-    """minPartitions: a whole number ≥ 1, or 0 / None: unset."""
+def _unset_or_count(name: str, value, hi: int) -> int:
+    """A Spark option that is a whole number ≥ 1 when set: 0 or None leaves it unset."""
     if value is None:
         return 0
-    return _number("minPartitions", value, whole=True, lo=0, hi=MAX_MIN_PARTITIONS,
-                   what=f"a whole number from 1 to {MAX_MIN_PARTITIONS:,} (or 0: unset)")
+    return _number(name, value, whole=True, lo=0, hi=hi, what=f"a whole number from 1 to {hi:,} (or 0: unset)")
+
+
+def check_min_partitions(value) -> int:
+    """minPartitions: a whole number ≥ 1, or 0 / None: unset."""
+    return _unset_or_count("minPartitions", value, MAX_MIN_PARTITIONS)
 
 
 def check_min_offsets(value) -> int:
     """minOffsetsPerTrigger: a whole number ≥ 1, or 0 / None: unset (a trigger never waits)."""
-    if value is None:
-        return 0
-    return _number("minOffsetsPerTrigger", value, whole=True, lo=0, hi=MAX_MIN_OFFSETS,
-                   what=f"a whole number from 1 to {MAX_MIN_OFFSETS:,} (or 0: unset)")
+    return _unset_or_count("minOffsetsPerTrigger", value, MAX_MIN_OFFSETS)
 
 
 def check_max_delay(value) -> float:
