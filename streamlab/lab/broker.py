@@ -296,7 +296,7 @@ def check_bootstrap(bootstrap: str, what: str, fix: str, timeout: float = 3.0) -
     for address, state in states.items():
         host = address.rpartition(":")[0]
         why.append({"closed": f"nothing answers at {address}",
-                    "unknown host": f"the host {host!r} is not known (a typo?)",
+                    "unknown host": f"the host {host!r} is not known (a typo, or a container that is not running)",
                     "other": f"what answers at {address} is not Kafka"}[state])
     raise LabError(f"{what}={bootstrap} but {'; '.join(why)}. {fix}")
 

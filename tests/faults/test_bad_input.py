@@ -25,7 +25,7 @@ def _timed(fn):
 @pytest.mark.parametrize("value, says", [
     ("localhost", "'localhost' has no port: write host:port, e.g. localhost:9092"),
     ("localhost:abc", "'abc' is not a port number"),
-    ("no-such-host.invalid:9092", "the host 'no-such-host.invalid' is not known (a typo?)"),
+    ("no-such-host.invalid:9092", "the host 'no-such-host.invalid' is not known (a typo, or a container that is not running)"),
     ("127.0.0.1:1", "nothing answers at 127.0.0.1:1"),
 ])
 def test_a_bad_kafka_bootstrap_names_what_is_wrong(monkeypatch, value, says):
