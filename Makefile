@@ -46,13 +46,13 @@ compose-deps: ## install Debian's docker-compose, which the tests use to validat
 	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose >/dev/null) || echo "warning: could not install docker-compose"; \
 	  else echo "note: docker-compose is not installed and this is not root: the compose tests will skip (apt-get install docker-compose)"; fi; fi
 
-test: setup browser-deps compose-deps workshop-deps ## set up and run the suite CI runs, the cluster lab's kill tests included (the compose and hub labs have their own targets, not yet in it)
-	$(PY) -m pytest -q -p no:cacheprovider --durations=30 --ignore=tests/docker --ignore=tests/workshop
+test: setup browser-deps compose-deps workshop-deps ## set up and run the suite CI runs (the compose, cluster and hub labs have their own targets, not yet in it)
+	$(PY) -m pytest -q -p no:cacheprovider --durations=30 --ignore=tests/docker --ignore=tests/cluster --ignore=tests/workshop
 
 test-workshop: setup workshop-deps ## the workshop hub with 5 learners, Kafka isolation between them, cohort grading (about 12 min)
 	$(PY) -m pytest -q -p no:cacheprovider --durations=10 tests/workshop
 
-test-cluster: setup ## the cluster lab's kill tests alone (make test runs them too): 3 brokers and a Spark cluster, 10 broker and 10 executor kills
+test-cluster: setup ## the cluster lab's kill tests: 3 brokers and a Spark cluster, 10 broker and 10 executor kills
 	$(PY) -m pytest -q -p no:cacheprovider --durations=15 tests/cluster
 
 test-docker: setup browser-deps ## build and run the compose lab on podman, Debian's Docker API (installs it as root; else skips)

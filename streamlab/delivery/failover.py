@@ -22,6 +22,7 @@ import time
 
 from streamlab.lab import cluster
 from streamlab.errors import LabError, first_line
+from streamlab.observe.progress import stop_between_batches
 
 FIRST_BATCH_S = 180  # a cold cluster's first batch (executors start, jars travel) is slow under load, not stuck
 SCRIPT_GRACE_S = 120  # killed brokers' restarts (START_TIMEOUT_S each) may hold a script past the demo's end; +15 s a step
@@ -280,7 +281,13 @@ class FailoverDemo:
             if self.with_sinks and self.query.isActive and error is None:
                 error = (f"the query had not read every acknowledged record {DRAIN_S} s after its last batch, so "
                          "'lost' below counts records not read yet: run the demo again")
-        self.query.stop()
+        # Not in the middle of a batch: one that wrote the SQLite sink and not yet the transactions would be cut short,
+        # and its records counted lost by the transactional sink; and a stop() that interrupts a batch stuck on a
+        # lost executor or leader raises after spark.sql.streaming.stopTimeout ("failed to stop within 15000 ms").
+        try:
+            stop_between_batches(self.query, timeout=DRAIN_S)
+        except Exception as exc:  # the demo still reports what it counted
+            error = error or first_line(exc)
         if self.query.exception() is not None:
             error = first_line(self.query.exception())
         self.result = {"acked": len(self.acked), "batches": len(self.batches), "error": error,

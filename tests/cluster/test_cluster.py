@@ -45,7 +45,9 @@ def _kills(kind: str, n: int, every: float) -> dict:
     done = subprocess.run([sys.executable, str(HERE / "kills.py"), kind, str(n), str(every)], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=900)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert lines, f"the kill run printed no result: {done.stderr[-3000:]}"
+    # its stderr ends with Spark's log: show the last Python traceback, which says why it stopped
+    last = done.stderr.rfind("Traceback (most recent call last)")
+    assert lines, f"the kill run printed no result (exit {done.returncode}): {done.stderr[last:][:3000]}"
     result = json.loads(lines[-1][len("RESULT "):])
     print(f"{kind} kills: {result['kills']}, acknowledged {result['acked']}, batches {result['batches']}, "
           f"retried tasks {result['retried tasks']}, sqlite {result['sqlite']}, transactions {result['transactions']}")
@@ -133,8 +135,12 @@ def test_acks_one_loses_acknowledged_records_and_acks_all_does_not(running_clust
     import streamlab
     from streamlab.delivery.failover import acks_experiment
 
+    from streamlab.lab import lifecycle
+
     monkeypatch.setenv("STREAMLAB_CLUSTER", "1")
     monkeypatch.delenv("KAFKA_BOOTSTRAP", raising=False)
+    # new_topic() remembers the broker it used first: the cluster's, here, and not for the tests after this one
+    monkeypatch.setattr(lifecycle, "_bootstrap", [])
     try:
         one, every = acks_experiment("1"), acks_experiment("all")
     finally:
