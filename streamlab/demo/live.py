@@ -77,9 +77,9 @@ class LiveDemo(Controls, LiveLoop):
     and `max_delay_seconds` (maxTriggerDelay, 0: Spark's 15 min); a value a knob cannot take is refused at once
     (`KnobError`, one line naming the knob). controls: which of "rate", "cap", "trigger", "cost", "partitions",
     "min_partitions", "min_offsets", "max_delay" get a slider, plus "burst" for a burst button (of `burst`
-    records). `script` moves knobs by itself: steps `(at, knob, value)`, `(at, rate)` or `(at, "burst", n)`, `at` counted in seconds after the first batch with
-    data (or in batches with `script_in="batches"`); a person's move of a knob cancels the script's later moves of
-    it (with `script_until_touched`, the whole rest of the script).
+    records). `script` moves knobs by itself: steps `(at, knob, value)`, `(at, rate)` or `(at, "burst", n)`, `at`
+    counted in seconds after the first batch with data (or in batches with `script_in="batches"`); a person's move
+    of a knob cancels the script's later moves of it (with `script_until_touched`, the whole rest of the script).
     The demo ends `duration` s after its first batch with data (+30 s per click), `stop_after_script` batches after
     the last step, when the lag is at most `stop_when_caught_up` (a number, or "cap": the cap in force) once the
     script is done, on "stop", on ■, on cleanup(), when its broker stops answering, or when the kernel exits. Then
