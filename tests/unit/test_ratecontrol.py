@@ -60,3 +60,24 @@ def test_a_raising_or_bad_controller_is_reported_and_not_asked_again():
     demo = bare_demo(lambda progress, cap: 0, [made(400, 500)])
     demo._apply_script(1.0)
     assert demo.controller_error.startswith("ValueError")
+
+
+def test_the_live_check_races_again_only_a_controller_that_raised_its_cap_and_lost(monkeypatch):
+    """05's ex4_live on a loaded machine (CI: 6,983 behind against the fixed cap's 5,842 once): a controller that
+    raised its cap and still lost gets one more race; one that never raised it gets none."""
+    from streamlab.course import scenarios
+
+    def races(*runs):
+        played = iter(runs)
+        monkeypatch.setattr(scenarios, "_race", lambda *a, **k: dict(next(played)))
+    lost = {"lag": 6983, "fixed_lag": 5842, "caps": [(9.8, 2000)], "error": None}
+    won = {"lag": 330, "fixed_lag": 5118, "caps": [(9.8, 2000), (16.4, 800)], "error": None}
+    races(lost, won)
+    assert scenarios.burst_against_fixed_cap(None, None) == won | {"tries": 2}
+    races(lost, lost)
+    assert scenarios.burst_against_fixed_cap(None, None)["lag"] == 6983  # two losses lose
+    never = {"lag": 9000, "fixed_lag": 5000, "caps": [], "error": None}
+    races(never, won)
+    assert scenarios.burst_against_fixed_cap(None, None) == never | {"tries": 1}
+    races(won)
+    assert scenarios.burst_against_fixed_cap(None, None)["tries"] == 1
