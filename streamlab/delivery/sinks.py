@@ -255,11 +255,26 @@ class Transaction:
         if self._producer is None:
             self._producer = self._sink.producer()
             self._producer.begin_transaction()
-        self._producer.send_offsets_to_transaction(
+        manager = self._producer._transaction_manager
+        _bounded(self._producer, "sending the batch id to the transaction", manager.send_offsets_to_transaction(
             {TopicPartition(self._sink.topic, 0): OffsetAndMetadata(batch_id + 1, "spark batch id + 1", -1)},
-            self._sink.ledger)
-        self._producer.commit_transaction()
+            self._sink.ledger))
+        _bounded(self._producer, "committing the transaction", manager.begin_commit())
         self._producer = None
+
+
+TX_WAIT_MS = 30_000  # what Java's producer bounds these calls by (max.block.ms, 60 s by default)
+
+
+def _bounded(producer, what: str, result) -> None:
+    """Wait for a transactional request at most TX_WAIT_MS, as Java's producer does. kafka-python 3.0.12's
+    send_offsets_to_transaction() and commit_transaction() wait without a bound: after a broker kill moved the
+    transaction coordinator, a batch then hung for ever (seen in the cluster lab's leader kills)."""
+    from kafka.errors import KafkaTimeoutError
+
+    producer._sender.wakeup()
+    if not result.wait(timeout_ms=TX_WAIT_MS):
+        raise KafkaTimeoutError(f"{what} got no answer within {TX_WAIT_MS // 1000} s")
 
 
 def _bytes(data):
@@ -323,17 +338,25 @@ class TransactionalKafkaSink:
             return -1  # the group does not exist yet
         return max(offsets) - 1 if offsets else -1
 
-    def write_batch(self, batch_df, batch_id: int) -> None:
-        """foreachBatch: hand the batch's rows (streamed) to the writer inside one transaction."""
-        tx = Transaction(self)
-        try:
-            self.writer(tx, batch_df.toLocalIterator(), batch_id)
-        except BaseException:
-            if self._producer is not None:
-                # What a crashed process leaves: a producer that never commits nor aborts. Forget it.
-                self._zombies.append(self._producer)
-                self._producer = None
-            raise
+    def write_batch(self, batch_df, batch_id: int, attempts: int = 3) -> None:
+        """foreachBatch: hand the batch's rows (streamed) to the writer inside one transaction. A transaction that
+        times out (its coordinator lost with a broker) is abandoned and the batch written again by a new producer,
+        whose init_transactions() fences the old one (the broker aborts its transaction); a commit that did reach
+        the broker is in the ledger, so the writer skips the batch."""
+        from kafka.errors import KafkaTimeoutError
+
+        for attempt in range(1, attempts + 1):
+            tx = Transaction(self)
+            try:
+                self.writer(tx, batch_df.toLocalIterator(), batch_id)
+                return
+            except BaseException as exc:
+                if self._producer is not None:
+                    # What a crashed process leaves: a producer that never commits nor aborts. Forget it.
+                    self._zombies.append(self._producer)
+                    self._producer = None
+                if not isinstance(exc, KafkaTimeoutError) or attempt == attempts:
+                    raise
 
     def start(self, df, checkpoint: str):
         """Start the query (availableNow) with write_batch as its foreachBatch."""
