@@ -541,11 +541,23 @@ def kill_executor(worker: int | None = None, executor_id: str | None = None) -> 
     return pids[0]
 
 
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
+def _reap(pid: int, timeout: float = 10.0) -> None:
+    """Wait until a killed process is gone (reaped if it is our child): a JVM's many threads take a moment to die
+    after kill -9, and until then its pid file still names a live process."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:  # not ours: gone, or a zombie its parent reaps
+            try:
+                if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                    return
+            except psutil.NoSuchProcess:
+                return
+        time.sleep(0.05)
 
 
 def start_node(node: int) -> None:
