@@ -227,10 +227,12 @@ def _score(output: str) -> tuple[int, int]:
 def test_grader_check_in_the_container(stack):
     """A solution earns full marks and the untouched student version 0, sandboxed when the container allows it."""
     why = stack.exec("lab", "python", "-c", "from grader import sandbox; print(sandbox.available())").stdout.strip()
-    solution = stack.exec("lab", "python", "-m", "grader", "check", "solutions/00-setup/00-setup.ipynb",
-                          "--results", "/tmp/grader-solution", timeout=900)
-    student = stack.exec("lab", "python", "-m", "grader", "check", "notebooks/00-setup/00-setup.ipynb",
-                         "--results", "/tmp/grader-student", timeout=900)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as both:  # two learners checking at once: each run its own kernel and results
+        solution, student = both.map(lambda who: stack.exec(
+            "lab", "python", "-m", "grader", "check", f"{who[0]}/00-setup/00-setup.ipynb", "--results",
+            f"/tmp/grader-{who[1]}", timeout=900), [("solutions", "solution"), ("notebooks", "student")])
     assert solution.returncode == 0 and student.returncode == 0, (solution.stdout + solution.stderr)[-3000:] + (
         student.stdout + student.stderr)[-3000:]
     got, total = _score(solution.stdout)
