@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 
+from streamlab.errors import first_line
 from streamlab.lab.broker import ensure_broker
 
 COLUMNS = ("topic", "partition", "offset", "id")
@@ -330,13 +332,24 @@ class TransactionalKafkaSink:
 
     def last_batch(self) -> int:
         """The last batch id whose transaction committed (-1 when none), from the ledger group's offset."""
+        from kafka.errors import KafkaTimeoutError
+
         from streamlab.observe.replay import group_offsets
 
-        try:
-            offsets = [o for o in group_offsets(self.ledger).get(self.topic, {}).values() if o >= 0]
-        except Exception:
-            return -1  # the group does not exist yet
-        return max(offsets) - 1 if offsets else -1
+        # Not "-1 on any error": a ledger that could not be read during a broker kill would let a replayed batch be
+        # written twice. The first lookup on a fresh broker fails while Kafka creates __consumer_offsets, and a
+        # lookup during a failover while the coordinator moves: both pass within seconds.
+        deadline = time.monotonic() + TX_WAIT_MS / 1000
+        while True:
+            try:
+                offsets = [o for o in group_offsets(self.ledger, self.bootstrap).get(self.topic, {}).values()
+                           if o >= 0]
+                return max(offsets) - 1 if offsets else -1
+            except Exception as exc:
+                if time.monotonic() > deadline:
+                    raise KafkaTimeoutError(f"the sink's ledger (group {self.ledger}) could not be read within "
+                                            f"{TX_WAIT_MS // 1000} s: {first_line(exc)}") from exc
+                time.sleep(0.5)
 
     def write_batch(self, batch_df, batch_id: int, attempts: int = 3) -> None:
         """foreachBatch: hand the batch's rows (streamed) to the writer inside one transaction. A transaction that

@@ -71,3 +71,23 @@ def test_a_coordinator_that_never_answers_fails_the_batch_after_three_bounded_tr
     with pytest.raises(KafkaTimeoutError, match="no answer within 30 s"):
         sink.write_batch(BATCH, 7)
     assert len(made) == 3
+
+
+def test_a_ledger_that_cannot_be_read_is_never_taken_for_no_batch_yet(monkeypatch):
+    """-1 ('nothing committed') on a failed lookup would write a replayed batch twice."""
+    from streamlab.observe import replay
+
+    sink = sinks.TransactionalKafkaSink("out", "tx-id", bootstrap="127.0.0.1:1")
+    answers = iter([RuntimeError("CoordinatorNotAvailableError"), {"out": {0: 5}}])
+
+    def lookup(group, bootstrap):
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    monkeypatch.setattr(replay, "group_offsets", lookup)
+    assert sink.last_batch() == 4  # the second lookup, half a second later
+    monkeypatch.setattr(sinks, "TX_WAIT_MS", 0)
+    monkeypatch.setattr(replay, "group_offsets", lambda g, b: (_ for _ in ()).throw(RuntimeError("gone")))
+    with pytest.raises(KafkaTimeoutError, match="ledger"):
+        sink.last_batch()
