@@ -46,8 +46,8 @@ compose-deps: ## install Debian's docker-compose, which the tests use to validat
 	  if [ "$$(id -u)" = 0 ]; then (apt-get update -qq && apt-get install -y -qq --no-install-recommends docker-compose >/dev/null) || echo "warning: could not install docker-compose"; \
 	  else echo "note: docker-compose is not installed and this is not root: the compose tests will skip (apt-get install docker-compose)"; fi; fi
 
-test: setup browser-deps compose-deps workshop-deps ## set up and run the suite CI runs (the compose, cluster and hub labs have their own targets, not yet in it)
-	$(PY) -m pytest -q -p no:cacheprovider --durations=30 --ignore=tests/docker --ignore=tests/cluster --ignore=tests/workshop
+test: setup browser-deps compose-deps workshop-deps ## set up and run the suite CI runs: the course, and beside it the compose, cluster and hub labs (tests/lanes.py)
+	$(PY) tests/lanes.py
 
 test-workshop: setup workshop-deps ## the workshop hub with 5 learners, Kafka isolation between them, cohort grading (about 12 min)
 	$(PY) -m pytest -q -p no:cacheprovider --durations=10 tests/workshop

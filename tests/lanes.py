@@ -1,0 +1,104 @@
+"""`make test`: the whole suite in two lanes side by side, so that it fits the time CI gives it.
+
+Most of the suite waits: for trigger intervals, for demos that run for seconds, for a container image to build,
+for a killed broker to come back. Lane 1 is the course itself on the lab's broker (unit, integration, faults,
+notebooks, browser). Lane 2 is the three labs that bring their own engines, one after another: the compose lab on
+podman, the cluster lab (three brokers, a Spark Master and two Workers), and the workshop hub. Lane 2 runs on a
+broker port of its own (STREAMLAB_BROKER_PORT + 300), so that neither lane ever stops a broker the other uses.
+
+Lane 1's output shows live; lane 2 prints one line per suite as it ends, then its full output at the end. The
+exit code is the worst of all. Ctrl-C or a SIGTERM reaches every pytest process, whose own guardians stop what
+each started.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+OWN_ENGINES = ["tests/docker", "tests/cluster", "tests/workshop"]
+LANE_2_OFFSET = 300  # broker port of lane 2 (the cluster lab takes 9292..9297, the suite port + 100)
+
+
+def lane_1() -> list[str]:
+    """The course on the lab's broker: everything except the labs with their own engines."""
+    return PYTEST + ["--durations=30"] + [f"--ignore={path}" for path in OWN_ENGINES]
+
+
+def lane_2() -> list[tuple[str, list[str]]]:
+    """The labs with their own engines, in the order they run."""
+    return [(path, PYTEST + ["--durations=10", path]) for path in OWN_ENGINES]
+
+
+def _lane_2_env() -> dict:
+    from streamlab.lab.broker import broker_port
+
+    env = dict(os.environ, STREAMLAB_BROKER_PORT=str(broker_port() + LANE_2_OFFSET))
+    env.pop("KAFKA_BOOTSTRAP", None)
+    return env
+
+
+def main() -> int:
+    sys.path.insert(0, str(ROOT))
+    logs = ROOT / "test-results" / "lane-2"
+    logs.mkdir(parents=True, exist_ok=True)
+    children: list[subprocess.Popen] = []
+    stopping = threading.Event()
+    codes: dict[str, int] = {}
+
+    def start(command, **kw) -> subprocess.Popen:
+        child = subprocess.Popen(command, cwd=ROOT, start_new_session=True, **kw)
+        children.append(child)
+        return child
+
+    def forward(signum, _frame):
+        stopping.set()
+        for child in children:
+            try:
+                os.killpg(child.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGINT, forward)
+    signal.signal(signal.SIGTERM, forward)
+
+    def run_lane_2():
+        env = _lane_2_env()
+        for path, command in lane_2():
+            if stopping.is_set():
+                return
+            log = logs / (Path(path).name + ".log")
+            began = time.monotonic()
+            with open(log, "w") as out:
+                codes[path] = start(command, env=env, stdout=out, stderr=subprocess.STDOUT).wait()
+            last = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+            print(f"\n[lane 2] {path}: {last[-1] if last else 'no output'} "
+                  f"({time.monotonic() - began:.0f} s)", flush=True)
+
+    print(f"[lane 2] {', '.join(OWN_ENGINES)} run side by side with the rest (broker port "
+          f"{_lane_2_env()['STREAMLAB_BROKER_PORT']}); their output follows at the end", flush=True)
+    second = threading.Thread(target=run_lane_2, name="lane-2")
+    second.start()
+    codes["lane 1"] = start(lane_1()).wait()
+    while second.is_alive():
+        second.join(timeout=1)
+    for path, _command in lane_2():
+        log = logs / (Path(path).name + ".log")
+        if log.exists():
+            print(f"\n==================== lane 2: {path} ====================", flush=True)
+            print(log.read_text(errors="replace"), end="", flush=True)
+    failed = {name: code for name, code in codes.items() if code}
+    print(f"\nlanes: {', '.join(f'{name} exit {code}' for name, code in codes.items())}", flush=True)
+    if len(codes) < 1 + len(OWN_ENGINES):  # a suite of lane 2 never ran (stopped)
+        return max([1, *failed.values()])
+    return max(failed.values(), default=0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
