@@ -281,6 +281,16 @@ def test_jupyterlab_from_the_container_in_a_browser(stack):
     assert "Kernel started" in logs, logs[-2000:]
 
 
+def test_the_learner_lab_in_the_container_has_no_instructor_panels(stack):
+    """As in `make lab`: nbgrader's formgrader and assignment panels are off, JupyterLab and widgets on."""
+    server = stack.exec("lab", "jupyter", "server", "extension", "list")
+    lab = stack.exec("lab", "jupyter", "labextension", "list")
+    listed = re.sub(r"\x1b\[[0-9;]*m", "", server.stdout + server.stderr + lab.stdout + lab.stderr)
+    assert re.search(r"nbgrader\.server_extensions\.formgrader disabled", listed), listed[-3000:]
+    assert re.search(r"@jupyter/nbgrader v\S+ disabled", listed), listed[-3000:]
+    assert re.search(r"@jupyter-widgets/jupyterlab-manager v\S+ enabled", listed), listed[-3000:]
+
+
 def test_a_notebook_edited_on_the_host_shows_in_the_container(stack):
     note = stack.folder / "notebooks" / "00-setup" / "edited-on-the-host.txt"
     note.write_text("edited on the host\n")
