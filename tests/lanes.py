@@ -2,9 +2,11 @@
 
 Most of the suite waits: for trigger intervals, for demos that run for seconds, for a container image to build,
 for a killed broker to come back. Lane 1 is the course itself on the lab's broker (unit, integration, faults,
-notebooks, browser). Lane 2 is the three labs that bring their own engines, one after another: the compose lab on
-podman, the cluster lab (three brokers, a Spark Master and two Workers), and the workshop hub. Lane 2 runs on a
-broker port of its own (STREAMLAB_BROKER_PORT + 300), so that neither lane ever stops a broker the other uses.
+notebooks). Lane 2 is the three labs that bring their own engines, one after another: the compose lab on podman,
+the cluster lab (three brokers, a Spark Master and two Workers) and the workshop hub, and then the browser tests,
+which serve a JupyterLab of their own (there to balance the lanes: in a rehearsal lane 1 took 40 min, lane 2 34).
+Lane 2 runs on a broker port of its own (STREAMLAB_BROKER_PORT + 300), so that neither lane ever stops a broker
+the other uses.
 
 Lane 1's output shows live; lane 2 prints one line per suite as it ends, then its full output at the end. The
 exit code is the worst of all. Ctrl-C or a SIGTERM reaches every pytest process, whose own guardians stop what
@@ -22,18 +24,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-OWN_ENGINES = ["tests/docker", "tests/cluster", "tests/workshop"]
+LANE_2 = ["tests/docker", "tests/cluster", "tests/workshop", "tests/browser"]
 LANE_2_OFFSET = 300  # broker port of lane 2 (the cluster lab takes 9292..9297, the suite port + 100)
 
 
 def lane_1() -> list[str]:
-    """The course on the lab's broker: everything except the labs with their own engines."""
-    return PYTEST + ["--durations=30"] + [f"--ignore={path}" for path in OWN_ENGINES]
+    """The course on the lab's broker: everything except lane 2's."""
+    return PYTEST + ["--durations=30"] + [f"--ignore={path}" for path in LANE_2]
 
 
 def lane_2() -> list[tuple[str, list[str]]]:
-    """The labs with their own engines, in the order they run."""
-    return [(path, PYTEST + ["--durations=10", path]) for path in OWN_ENGINES]
+    """The labs with their own engines, then the browser tests, in the order they run."""
+    return [(path, PYTEST + ["--durations=10", path]) for path in LANE_2]
 
 
 def _lane_2_env() -> dict:
@@ -81,7 +83,7 @@ def main() -> int:
             print(f"\n[lane 2] {path}: {last[-1] if last else 'no output'} "
                   f"({time.monotonic() - began:.0f} s)", flush=True)
 
-    print(f"[lane 2] {', '.join(OWN_ENGINES)} run side by side with the rest (broker port "
+    print(f"[lane 2] {', '.join(LANE_2)} run side by side with the rest (broker port "
           f"{_lane_2_env()['STREAMLAB_BROKER_PORT']}); their output follows at the end", flush=True)
     second = threading.Thread(target=run_lane_2, name="lane-2")
     second.start()
@@ -95,7 +97,7 @@ def main() -> int:
             print(log.read_text(errors="replace"), end="", flush=True)
     failed = {name: code for name, code in codes.items() if code}
     print(f"\nlanes: {', '.join(f'{name} exit {code}' for name, code in codes.items())}", flush=True)
-    if len(codes) < 1 + len(OWN_ENGINES):  # a suite of lane 2 never ran (stopped)
+    if len(codes) < 1 + len(LANE_2):  # a suite of lane 2 never ran (stopped)
         return max([1, *failed.values()])
     return max(failed.values(), default=0)
 
