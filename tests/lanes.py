@@ -5,8 +5,8 @@ for a killed broker to come back. Lane 1 is the course itself on the lab's broke
 notebooks). Lane 2 is the three labs that bring their own engines, one after another: the compose lab on podman,
 the cluster lab (three brokers, a Spark Master and two Workers) and the workshop hub, and then the browser tests,
 which serve a JupyterLab of their own (there to balance the lanes: in a rehearsal lane 1 took 40 min, lane 2 34).
-Lane 2 runs on a broker port of its own (STREAMLAB_BROKER_PORT + 300), so that neither lane ever stops a broker
-the other uses.
+Lane 2 runs on a broker port and cluster ports of their own (each + 300), so that neither lane ever stops a broker
+or a cluster the other uses.
 
 Lane 1's output shows live; lane 2 prints one line per suite as it ends, then its full output at the end. The
 exit code is the worst of all. Ctrl-C or a SIGTERM reaches every pytest process, whose own guardians stop what
@@ -40,8 +40,16 @@ def lane_2() -> list[tuple[str, list[str]]]:
 
 def _lane_2_env() -> dict:
     from streamlab.lab.broker import broker_port
+    from streamlab.lab.cluster import ports
 
-    env = dict(os.environ, STREAMLAB_BROKER_PORT=str(broker_port() + LANE_2_OFFSET))
+    # A cluster of its own too (its folder is named by its first port): lane 1's module 9 starts the lab's
+    # cluster, and a fixture that found lane 2's folder there took it for a cluster it must not stop (a rehearsal
+    # left a Master, two Workers and three brokers running).
+    cluster = ports()
+    env = dict(os.environ, STREAMLAB_BROKER_PORT=str(broker_port() + LANE_2_OFFSET),
+               STREAMLAB_CLUSTER_PORT=str(cluster.brokers[0] + LANE_2_OFFSET),
+               STREAMLAB_SPARK_PORT=str(cluster.master + LANE_2_OFFSET),
+               STREAMLAB_SPARK_UI_PORT=str(cluster.master_ui + LANE_2_OFFSET))
     env.pop("KAFKA_BOOTSTRAP", None)
     return env
 
