@@ -146,6 +146,9 @@ def test_acks_one_loses_acknowledged_records_and_acks_all_does_not(running_clust
     finally:
         streamlab.cleanup()
     print(one, every, sep="\n")
-    assert one["acknowledged"] == 50 and one["acknowledged but lost"] == 50, one
+    # Every acknowledged record is either on the new leader or lost, and some are lost. Not all 50 always: a
+    # follower's fetch already in flight when SIGSTOP lands can carry a record over (seen once: 1 kept, 49 lost).
+    assert one["acknowledged"] == 50 and one["acknowledged but lost"] + one["on the new leader"] == 50, one
+    assert one["acknowledged but lost"] >= 25, one
     assert every["acknowledged"] == 0 and every["acknowledged but lost"] == 0, every
     assert one["new leader"] != one["old leader"] and every["new leader"] != every["old leader"]
