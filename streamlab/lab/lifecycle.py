@@ -574,20 +574,27 @@ def new_checkpoint(prefix: str = "checkpoint") -> str:
     return folder
 
 
-def remove_orphaned_folders() -> int:
-    """Delete checkpoint folders left by kernels that were killed (their pid no longer runs); return how many."""
+def orphaned_folders() -> list[Path]:
+    """The checkpoint folders (new_checkpoint: streamlab-<name>-<pid>-…) of kernels that are gone."""
     import re
-    import shutil
     import tempfile
 
-    gone = 0
+    found = []
     for folder in Path(tempfile.gettempdir()).glob("streamlab-*-*-*"):
         match = re.fullmatch(r"streamlab-.+-(\d+)-[a-z0-9_]{8}", folder.name)
-        if not match or not folder.is_dir() or int(match[1]) == os.getpid() or _pid_runs(int(match[1])):
-            continue
+        if match and folder.is_dir() and int(match[1]) != os.getpid() and not _pid_runs(int(match[1])):
+            found.append(folder)
+    return found
+
+
+def remove_orphaned_folders() -> int:
+    """Delete checkpoint folders left by kernels that were killed (their pid no longer runs); return how many."""
+    import shutil
+
+    gone = orphaned_folders()
+    for folder in gone:
         shutil.rmtree(folder, ignore_errors=True)
-        gone += 1
-    return gone
+    return len(gone)
 
 
 def _pid_runs(pid: int) -> bool:

@@ -8,7 +8,6 @@ the untouched versions run as in the lab, LAB_RUNS at a time, each kernel with a
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -180,13 +179,12 @@ def outcome(request, runs):
 
 
 def _temporary_folders() -> set[str]:
-    """The checkpoint folders streamlab makes (streamlab.new_checkpoint: streamlab-<name>-<pid>-…) in the system's
-    temporary folder, of processes that are gone. A live process's folders are its own: make test runs the
-    compose, cluster and hub labs beside these runs (tests/lanes.py)."""
-    import psutil
+    """The checkpoint folders streamlab makes (streamlab.new_checkpoint) in the system's temporary folder, of
+    processes that are gone. A live process's folders are its own: make test runs the compose, cluster and hub
+    labs beside these runs (tests/lanes.py)."""
+    from streamlab.lab.lifecycle import orphaned_folders
 
-    return {p.name for p in Path(tempfile.gettempdir()).glob("streamlab-*")
-            if (made := re.fullmatch(r"streamlab-.+-(\d+)-[a-z0-9_]{8}", p.name)) and not psutil.pid_exists(int(made.group(1)))}
+    return {folder.name for folder in orphaned_folders()}
 
 
 def test_solutions_hold_assignments():
