@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 LANE_2 = ["tests/docker", "tests/cluster", "tests/workshop", "tests/browser"]
-LANE_2_OFFSET = 300  # broker port of lane 2 (the cluster lab takes 9292..9297, the suite port + 100)
+LANE_2_OFFSET = 300  # lane 2's broker and cluster ports: lane 1's + 300 (its cluster: 9292..9297)
 
 
 def lane_1() -> list[str]:
@@ -58,6 +58,11 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     logs = ROOT / "test-results" / "lane-2"
     logs.mkdir(parents=True, exist_ok=True)
+    env = _lane_2_env()
+
+    def log_of(path: str) -> Path:
+        return logs / (Path(path).name + ".log")
+
     children: list[subprocess.Popen] = []
     stopping = threading.Event()
     codes: dict[str, int] = {}
@@ -79,11 +84,10 @@ def main() -> int:
     signal.signal(signal.SIGTERM, forward)
 
     def run_lane_2():
-        env = _lane_2_env()
         for path, command in lane_2():
             if stopping.is_set():
                 return
-            log = logs / (Path(path).name + ".log")
+            log = log_of(path)
             began = time.monotonic()
             with open(log, "w") as out:
                 codes[path] = start(command, env=env, stdout=out, stderr=subprocess.STDOUT).wait()
@@ -92,14 +96,14 @@ def main() -> int:
                   f"({time.monotonic() - began:.0f} s)", flush=True)
 
     print(f"[lane 2] {', '.join(LANE_2)} run side by side with the rest (broker port "
-          f"{_lane_2_env()['STREAMLAB_BROKER_PORT']}); their output follows at the end", flush=True)
+          f"{env['STREAMLAB_BROKER_PORT']}); their output follows at the end", flush=True)
     second = threading.Thread(target=run_lane_2, name="lane-2")
     second.start()
     codes["lane 1"] = start(lane_1()).wait()
     while second.is_alive():
         second.join(timeout=1)
-    for path, _command in lane_2():
-        log = logs / (Path(path).name + ".log")
+    for path in LANE_2:
+        log = log_of(path)
         if log.exists():
             print(f"\n==================== lane 2: {path} ====================", flush=True)
             print(log.read_text(errors="replace"), end="", flush=True)
