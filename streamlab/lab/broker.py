@@ -384,8 +384,16 @@ def _java(folder: Path, main: str, *args: str, heap: list[str] | None = None) ->
     from streamlab.lab.session import java_binary
 
     classpath = os.pathsep.join(str(p) for p in broker_bundle().jars())
+    # Its temporary files (lz4's native library) in its own folder: a broker killed with kill -9 leaves them there,
+    # emptied at its next start, not in /tmp.
+    tmp = folder / "tmp"
+    if main == "kafka.Kafka":
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True, exist_ok=True)
     return [java_binary(), *(heap or []), f"-Dlog4j2.configurationFile=file:{folder / 'log4j2.properties'}",
-            f"-Dkafka.logs.dir={folder}", "-cp", classpath, main, *args]
+            f"-Dkafka.logs.dir={folder}", f"-Djava.io.tmpdir={tmp}", "-cp", classpath, main, *args]
 
 
 def _start_kafka(port: int, folder: Path) -> None:

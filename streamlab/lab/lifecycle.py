@@ -633,7 +633,13 @@ def sweep_orphans(bootstrap: str | None = None, timeout: float = 5.0) -> str:
     that was not answering; say what was deleted ('' when nothing)."""
     from streamlab.lab.owners import orphaned
 
-    folders = remove_orphaned_folders()
+    import shutil
+
+    gone = orphaned_folders()
+    for folder in gone:
+        shutil.rmtree(folder, ignore_errors=True)
+    jvm = sum(folder.name.startswith("streamlab-jvm-") for folder in gone)  # session._private_temporary_folder
+    folders = len(gone) - jvm
     theirs: list[str] = []
     mine: list[str] = []
     bootstrap = bootstrap or (_bootstrap[0] if _bootstrap else None)
@@ -652,7 +658,8 @@ def sweep_orphans(bootstrap: str | None = None, timeout: float = 5.0) -> str:
     said = []
     if mine:
         said.append(f"{_count(len(mine), 'topic')} an earlier cleanup() left while the broker was not answering")
-    parts = [_count(len(theirs), "topic") if theirs else "", _count(folders, "checkpoint folder") if folders else ""]
+    parts = [_count(len(theirs), "topic") if theirs else "", _count(folders, "checkpoint folder") if folders else "",
+             _count(jvm, "Spark temporary folder") if jvm else ""]
     parts = [p for p in parts if p]
     if parts:
         said.append(f"{' and '.join(parts)} left by kernels that are gone")

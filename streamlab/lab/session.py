@@ -100,6 +100,12 @@ def spark():
             "spark.cores.max": "2",
             "spark.executor.extraJavaOptions": "-Xss16m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         })
+        if not os.environ.get("SPARK_MASTER"):  # the lab's cluster: what a killed executor leaves goes with it
+            from streamlab.lab import cluster
+
+            tmp = cluster.folder() / "spark" / "tmp"
+            tmp.mkdir(parents=True, exist_ok=True)
+            conf["spark.executor.extraJavaOptions"] += f" -Djava.io.tmpdir={tmp}"
     _cap_for_workshop(conf)
     _launch_quiet_jvm(conf)
     builder = SparkSession.builder
@@ -158,11 +164,29 @@ def _launch_quiet_jvm(conf: dict) -> None:
         import tempfile
 
         log = tempfile.NamedTemporaryFile(prefix="streamlab-spark-", suffix=".log", delete=False)
+    _private_temporary_folder(conf)
     spark_conf = SparkConf(loadDefaults=False)
     for key, value in conf.items():
         spark_conf.set(key, value)
     SparkContext._gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
     SparkContext._jvm = SparkContext._gateway.jvm
+
+
+def _private_temporary_folder(conf: dict) -> None:
+    """The driver JVM's temporary files (lz4's native library, Spark's block manager and shuffle files) in a folder
+    named after this process, removed when it exits, or by the next setup() when it was killed (kill -9, a kernel
+    restart): left in /tmp, each killed kernel kept ~150 KB of them there for ever."""
+    import atexit
+    import shutil
+    import tempfile
+
+    try:
+        folder = tempfile.mkdtemp(prefix=f"streamlab-jvm-{os.getpid()}-")
+    except OSError:  # no writable temporary folder: Spark's own default, and its own message later
+        return
+    conf["spark.driver.extraJavaOptions"] += f" -Djava.io.tmpdir={folder}"
+    conf.setdefault("spark.local.dir", folder)
+    atexit.register(shutil.rmtree, folder, True)
 
 
 def _connector_on_classpath(session) -> bool:

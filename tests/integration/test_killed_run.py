@@ -58,3 +58,49 @@ def test_a_killed_run_stops_the_brokers_it_started(tmp_path):
             run.kill()
         stop_broker("kafka", port)
         shutil.rmtree(data_dir(port, "kafka"), ignore_errors=True)
+
+
+SPARK_AND_HANG = """
+import sys
+from streamlab.lab.session import spark
+s = spark()
+s.range(20000).selectExpr("id % 7 AS k").groupBy("k").count().collect()  # a shuffle: lz4 loads its native library
+print(s.sparkContext._jvm.java.lang.System.getProperty("java.io.tmpdir"), flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_killed_kernel_s_spark_leaves_its_temporary_files_in_a_folder_the_next_setup_sweeps(tmp_path, monkeypatch):
+    """Spark's driver JVM writes lz4's native library, block manager and shuffle files to java.io.tmpdir; a kernel
+    killed with kill -9 used to leave them in /tmp for ever. They are in a folder named after the kernel's pid,
+    which the next sweep removes, and nothing of theirs is at the top of the temporary folder."""
+    import tempfile
+
+    from streamlab.lab.lifecycle import sweep_orphans
+
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+    kernel = subprocess.Popen([sys.executable, "-c", SPARK_AND_HANG], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, env=env, cwd=ROOT)
+    try:
+        folder = Path(kernel.stdout.readline().strip())
+        assert folder.parent == tmp_path and folder.name.startswith(f"streamlab-jvm-{kernel.pid}-"), folder
+        assert any(p.name.startswith("liblz4") for p in folder.iterdir()), sorted(p.name for p in folder.iterdir())
+    finally:
+        kernel.kill()
+        kernel.wait(timeout=30)
+    deadline = time.monotonic() + 30  # the JVM sees its stdin close and exits
+    while time.monotonic() < deadline and any(str(folder) in " ".join(cmd) for cmd in _jvm_command_lines()):
+        time.sleep(0.5)
+    assert folder.is_dir(), "kill -9 runs no exit handler: the folder is there until the next sweep"
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    said = sweep_orphans()
+    assert not folder.exists() and "1 Spark temporary folder left by kernels that are gone" in said, said
+    assert [p.name for p in tmp_path.iterdir()] == [], "the JVM wrote outside its folder"
+
+
+def _jvm_command_lines():
+    import psutil
+
+    for proc in psutil.process_iter(["name", "cmdline", "status"]):
+        if proc.info["name"] == "java" and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            yield proc.info["cmdline"] or []
