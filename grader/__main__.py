@@ -1,4 +1,4 @@
-"""`python -m grader release | check NOTEBOOK | grade SUBMISSIONS_DIR`."""
+"""`python -m grader release | check NOTEBOOK | grade SUBMISSIONS_DIR | audit [ASSIGNMENT ...]`."""
 from __future__ import annotations
 
 import argparse
@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     grd.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
     grd.add_argument("--no-sandbox", action="store_true",
                      help="grade where user namespaces are unavailable (learner code could then read the tests)")
+    aud = sub.add_parser("audit", help="prove each exercise's tests give wrong, constant and random answers 0 points")
+    aud.add_argument("assignments", nargs="*", help="assignment ids (default: every one in --source)")
+    aud.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
     sub.add_parser("samples", help="rewrite grader/sample-submissions/ from the current 00-setup release")
     dist = sub.add_parser("distribute", help="copy the course for a graded cohort, without solutions and tests")
     dist.add_argument("out", type=Path)
@@ -62,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
             for gone in distribute(args.out):
                 print(f"left out {gone}")
             print(f"wrote {args.out.resolve()} (learners: make lab; see NO-SOLUTIONS.md)")
+        elif args.command == "audit":
+            from .audit import audit_assignments
+
+            return audit_assignments(args.assignments, args.source.resolve(), args.timeout)
         elif args.command == "samples":
             from .cohort import make_samples
 

@@ -44,6 +44,7 @@ class Result:
     feedback: str | None = None
     seconds: float = 0.0
     graded: bool = True  # False when the machine was at fault (CouldNotGrade): no score is given
+    audit: dict[str, list] = field(default_factory=dict)  # grader/audit.py, when asked: {grade id: [[cheat, points]]}
 
 
 # ---------------------------------------------------------------- reading the learner's file
@@ -332,8 +333,11 @@ def run_in_sandbox(box, job: dict, log: Path, on_start=None) -> dict:
 def grade_notebook(path: str | Path, assignment_id: str | None = None, student: str = DEFAULT_STUDENT,
                    source: Path = SOURCE, timeout: int | None = None,
                    feedback_dir: str | Path | None = None, seed: int | None = None,
-                   hidden: tuple = (), require_sandbox: bool = False, progress: bool = False) -> Result:
-    """Grade one notebook (a copy; the file is never modified): its cells run in a sandboxed kernel, its tests here."""
+                   hidden: tuple = (), require_sandbox: bool = False, progress: bool = False,
+                   audit: bool = False) -> Result:
+    """Grade one notebook (a copy; the file is never modified): its cells run in a sandboxed kernel, its tests here.
+
+    `audit`: also judge each test cell with wrong, constant and random answers (grader/audit.py)."""
     import tempfile
 
     import nbformat
@@ -393,10 +397,10 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
                         stderr_to(root / "kernel.log"), watch:
                     if box is None:
                         preload()  # the code files could change while learner code runs: import what checks use now
-                        outcome = run(graded_nb, tests, owners, Path(work), limit, None, _judge_spark)
+                        outcome = run(graded_nb, tests, owners, Path(work), limit, None, _judge_spark, audit=audit)
                     else:
                         job = {"nb": graded_nb, "tests": {g: asdict(t) for g, t in tests.items()}, "owners": owners,
-                               "workdir": work, "timeout": limit, "kernel_sandbox": True}
+                               "workdir": work, "timeout": limit, "kernel_sandbox": True, "audit": audit}
                         outcome = _outcome(run_in_sandbox(box, job, root / "kernel.log", on_start=watch.attach))
             except GraderError:
                 if watch.lost:
@@ -408,6 +412,7 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
             raise CouldNotGrade(watch.lost)
         _broker_still_there(bootstrap)
         result.exercises, trailing = collect(outcome, tests, per_cell)
+        result.audit = outcome.audits
         result.notes = general + [f"after the last test: {t}" for t in trailing]
         if outcome.stopped:
             result.notes.append(outcome.stopped + "; points earned before it are kept")
@@ -430,7 +435,7 @@ def _outcome(data: dict):
 
     verdicts = {g: Verdict(**{**v, "checks": [Check(**c) for c in v["checks"]]}) for g, v in data["verdicts"].items()}
     return Run(nbformat.from_dict(data["nb"]), verdicts, data["stopped"],
-               {int(k): v for k, v in data["cell_errors"].items()})
+               {int(k): v for k, v in data["cell_errors"].items()}, data.get("audits", {}))
 
 
 @contextmanager

@@ -153,15 +153,19 @@ class Kernel:
         """Return once the kernel answers; KernelStuck when it does not within `timeout` (plus an interrupt)."""
         self._expression("'ok'", timeout)
 
-    def install_agent(self) -> None:
-        """Define the agent in the kernel (again, if learner code deleted it)."""
-        msg_id = self.client.execute(AGENT, silent=True, store_history=False)
+    def install_agent(self, code: str = AGENT) -> None:
+        """Define the agent in the kernel (again, if learner code deleted it); or other grader-side `code`."""
+        msg_id = self.client.execute(code, silent=True, store_history=False)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             reply = self.client.get_shell_msg(timeout=30)
             if reply["parent_header"].get("msg_id") == msg_id:
                 return
         raise KernelStuck("the kernel did not answer the grader")
+
+    def evaluate(self, expr: str, timeout: float | None = None) -> str:
+        """The string an expression of the grader's own code in the kernel returns (a KernelStuck if none)."""
+        return self._expression(expr, timeout)
 
     def ask(self, method: str, *args: str, timeout: float | None = None) -> str:
         call = f"{AGENT_NAME}.{method}({', '.join(repr(a) for a in args)})"

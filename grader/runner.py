@@ -104,6 +104,7 @@ class Run:
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     stopped: str | None = None
     cell_errors: dict[int, str] = field(default_factory=dict)
+    audits: dict[str, list] = field(default_factory=dict)  # grader/audit.py: {grade id: [[cheat, points], ...]}
 
 
 def _cell_label(cell, index: int) -> str:
@@ -115,8 +116,9 @@ def _cell_label(cell, index: int) -> str:
 
 
 def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeout: int,
-        sandbox=None, spark_factory=None, kernel_log: Path | None = None) -> Run:
-    """Execute `nb` in a fresh kernel (inside `sandbox` when given); judge each test cell when its turn comes."""
+        sandbox=None, spark_factory=None, kernel_log: Path | None = None, audit: bool = False) -> Run:
+    """Execute `nb` in a fresh kernel (inside `sandbox` when given); judge each test cell when its turn comes
+    (`audit`: and again with wrong, constant and random answers, grader/audit.py)."""
     import nbformat
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
@@ -155,6 +157,10 @@ def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeo
             kernel = Kernel(side, run_sync(client.km.interrupt_kernel), timeout=float(timeout))
             kernel.install_agent()
             judge = Judge(kernel, spark, set(owners))
+            if audit:
+                from .audit import Auditor
+
+                judge.auditor = Auditor(kernel, judge, tests, owners, [grade_id(c) for c in nb.cells])
             watchdog.start()
             _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKernelError, nbformat)
         finally:
@@ -295,7 +301,7 @@ def _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKer
                 verdict = Verdict(gid, 0.0, test.points, skipped=f"skipped: needs {needs} first")
             else:
                 try:
-                    verdict = judge.judge(gid, test.source, test.points)
+                    verdict = _judge(judge, test, owners, outcome)
                 except KernelStuck as exc:
                     outcome.stopped = getattr(getattr(client, "watchdog", None), "tripped", None) or str(exc)
                     return
@@ -333,6 +339,16 @@ def _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKer
                 outcome.cell_errors[index] = f"{_cell_label(cell, index)} raised {out.ename}" + (
                     f": {value[0][:200]}" if value else "")
                 break
+
+
+def _judge(judge, test: Test, owners: dict[str, str], outcome: Run):
+    """Judge one test cell; when auditing, its exercise also with the cheats of grader/audit.py (outcome.audits)."""
+    auditor = getattr(judge, "auditor", None)
+    if auditor is None:
+        return judge.judge(test.grade_id, test.source, test.points)
+    verdict = auditor.judge_test(test)
+    outcome.audits.update(auditor.audits)
+    return verdict
 
 
 def _unmet_prerequisite(test: Test, owners: dict[str, str], verdicts: dict[str, Verdict],

@@ -180,3 +180,20 @@ def fake_progress(batch: int, latest: dict, end: dict, topic: str = "t", rows: i
             "durationMs": {"triggerExecution": 0},
             "sources": [{"startOffset": as_json({p: max(0, o - rows) for p, o in end.items()}),
                          "endOffset": as_json(end), "latestOffset": as_json(latest), "numInputRows": rows}]}
+
+
+def fake_checkpoint(topic: str, ends: dict[int, int]) -> str:
+    """A checkpoint folder whose one finished batch ended at `ends` ({partition: offset}), in Spark's own log format
+    (offsets/0, commits/0): for a check that needs a checkpoint the notebook never saw. The caller removes it."""
+    import json
+    import os
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix=f"streamlab-fakeck-{os.getpid()}-"))  # swept if this process dies
+    (folder / "offsets").mkdir()
+    (folder / "commits").mkdir()
+    meta = {"batchWatermarkMs": 0, "batchTimestampMs": 0, "conf": {}}
+    (folder / "offsets" / "0").write_text(
+        f"v1\n{json.dumps(meta)}\n{json.dumps({topic: {str(p): o for p, o in ends.items()}})}", encoding="utf-8")
+    (folder / "commits" / "0").write_text('v1\n{"nextBatchWatermarkMs":0}', encoding="utf-8")
+    return str(folder)

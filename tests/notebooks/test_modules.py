@@ -1,4 +1,5 @@
-"""Every assignment in solutions/: the solution scores full marks; the untouched student version runs and scores 0.
+"""Every assignment in solutions/: the solution scores full marks; the untouched student version runs and scores 0;
+no wrong, constant or random answer earns a point on any exercise (grader/audit.py, run on the solution's grading).
 
 Parametrised over whatever solutions/ holds when the tests are collected. Streaming notebooks spend much of their
 time waiting (trigger intervals, demos that run for seconds), so every run goes at once, in one go before the
@@ -150,7 +151,7 @@ def runs(request, tmp_path_factory, bootstrap):
             copy = tmp / "lab" / aid
             shutil.copytree(student_versions / aid, copy)
             labs[aid] = pool.submit(_lab_run, copy / f"{aid}.ipynb", tmp / "lab-tmp" / aid)
-        graded = grade_cohort(subs, tmp / "out", workers=GRADERS, source=SOURCE, quiet=True)
+        graded = grade_cohort(subs, tmp / "out", workers=GRADERS, source=SOURCE, quiet=True, audit={"solution"})
         lab = {aid: future.result(timeout=1800) for aid, future in labs.items()}
     if not cluster_before and cluster.folder().exists():
         cluster.stop()
@@ -207,6 +208,22 @@ def test_untouched_student_version_scores_zero(outcome):
     assert blank.error is None, f"{aid}: the untouched student version could not be graded: {blank.error}"
     earned = [f"{e.grade_id} {e.points:g}/{e.max_points:g}" for e in blank.exercises if e.points]
     assert blank.exercises and not earned, f"{aid}: the untouched student version earns points: {earned}"
+
+
+@pytest.mark.timeout(3600)
+def test_no_wrong_constant_or_random_answer_earns_a_point(outcome):
+    """Each test cell, judged again right after the solution's with the exercise's answers swapped for 0 or empty,
+    a function returning what the right one returned first (a memorised constant), the answer nudged, and random
+    answers of the same shape (every other letter of a quiz), gives each of them 0 points."""
+    from grader.audit import audit_points
+
+    aid, results, _ = outcome
+    sol = results["solution"]
+    assert sol.error is None, f"{aid}: the solution could not be graded: {sol.error}"
+    unaudited = [e.grade_id for e in sol.exercises if not sol.audit.get(e.grade_id)]
+    assert not unaudited, f"{aid}: test cells no cheat was tried on: {unaudited}"
+    scored = audit_points(sol.audit)
+    assert not scored, f"{aid}: answers that are not the answer earn points:\n" + "\n".join(scored)
 
 
 @pytest.mark.timeout(3600)
