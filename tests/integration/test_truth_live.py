@@ -239,3 +239,91 @@ def test_rates_are_reported_and_never_fed_back_into_what_a_batch_reads(spark, to
     read = [p for p in query.recentProgress if p["numInputRows"]]
     assert [p["numInputRows"] for p in read] == [200, 300], [p["numInputRows"] for p in read]
     assert read[0]["processedRowsPerSecond"] < 100, "the first batch was meant to be slow"
+
+
+def test_a_failed_file_sink_batch_deletes_the_files_its_finished_tasks_wrote(spark, topic, bootstrap, tmp_path):
+    # 07's file sink and Q7. FileFormatWriter.scala:206-210: any failure of the write job calls committer.abortJob;
+    # ManifestFileCommitProtocol.scala:85-105 deletes every file a finished task reported (onTaskCommit, 108-111),
+    # best effort, and abortTask (151-157) the failed task's own. So files with no _spark_metadata entry come only
+    # from tasks still running at the failure or from a killed process, not from tasks that finished.
+    import threading
+    import time
+
+    from pyspark.sql import functions as F
+
+    from streamlab.course import claims
+
+    source = topic(partitions=2, prefix="truth-filesink")
+    claims.fill(source, {0: 20, 1: 20})
+
+    @F.udf("long")
+    def slow_fail(partition, offset):  # partition 1's task fails 4 s in; partition 0's finishes at once
+        if partition == 1:
+            time.sleep(4)
+            raise ValueError("boom on partition 1")
+        return offset
+
+    out, seen, done = tmp_path / "out", set(), threading.Event()
+
+    def watch():  # every data file that ever appears in the sink's folder
+        while not done.is_set():
+            if out.is_dir():
+                seen.update(p.name for p in out.iterdir() if p.name.startswith("part-"))
+            time.sleep(0.05)
+
+    threading.Thread(target=watch, daemon=True).start()
+    query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", source)
+             .option("startingOffsets", "earliest").load()
+             .select(slow_fail("partition", "offset").alias("offset"))
+             .writeStream.format("json").option("path", str(out)).option("checkpointLocation", str(tmp_path / "ck"))
+             .start())
+    try:
+        with pytest.raises(Exception, match="boom on partition 1"):
+            query.awaitTermination(120)
+    finally:
+        done.set()
+        query.stop()
+    assert seen, "partition 0's task should have committed its file before partition 1's failed"
+    left = sorted(p.name for p in out.iterdir() if p.name.startswith("part-"))
+    assert left == [], f"the aborted batch left {left} (seen while it ran: {sorted(seen)})"
+    assert not list((out / "_spark_metadata").glob("[0-9]*")), "a failed batch must log no files"
+
+
+def test_concurrent_sink_tasks_share_one_producer_per_configuration(spark, topic, bootstrap):
+    # 07's producer. KafkaWriteTask.scala:50 (batch) and KafkaDataWriter.scala:53 (streaming) take their producer
+    # from InternalKafkaProducerPool.acquire (InternalKafkaProducerPool.scala:76-91): one cached producer per
+    # executor JVM and producer configuration (the cache key is the parameters), shared by every task that asks,
+    # concurrent or not. The broker tells producers apart by their id (idempotence is on by default): four tasks
+    # writing four partitions show one producer id; another configuration gets a producer, and an id, of its own.
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+
+    from pyspark.sql import functions as F
+
+    sink = topic(partitions=4, prefix="truth-producers")
+
+    def write(**options):
+        rows = (spark.range(400).repartition(4).select(
+            F.lit(sink).alias("topic"), (F.col("id") % 4).cast("int").alias("partition"),
+            F.col("id").cast("string").alias("value")))
+        writer = rows.write.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+        for key, value in options.items():
+            writer = writer.option(f"kafka.{key}", value)
+        writer.save()
+        assert rows.rdd.getNumPartitions() == 4
+
+    def producer_ids() -> dict[int, set[int]]:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            state = admin.describe_producers([TopicPartition(sink, p) for p in range(4)])
+        finally:
+            admin.close()
+        return {tp.partition: {p.producer_id for p in s.active_producers} for tp, s in state.items()}
+
+    write()
+    first = producer_ids()
+    assert len(set().union(*first.values())) == 1 and all(first.values()), f"4 tasks, producers by partition: {first}"
+    write(**{"linger.ms": "7"})
+    second = producer_ids()
+    ids = set().union(*second.values())
+    assert len(ids) == 2 and all(len(s) == 2 for s in second.values()), f"another configuration: {second}"
