@@ -218,11 +218,6 @@ class Auditor:
         exercise, names = test.exercise, self.names.get(test.exercise) or []
         if not names:
             return self.judge.judge(test.grade_id, test.source, test.points)
-        outcome = next((OUTCOME.search(self.tests[g].source) for g in self._cells(exercise)
-                        if OUTCOME.search(self.tests[g].source)), None)
-        if outcome:
-            self.audits[test.grade_id] = [[f"not swapped: judged on {outcome.group(1)}", 0]]
-            return self.judge.judge(test.grade_id, test.source, test.points)
         if exercise not in self.before:
             self.before[exercise] = dict(self.judge.own)
             self._ask(f"arm({json.dumps(json.dumps(names))})")  # from here, a function's first result is kept
@@ -250,7 +245,11 @@ class Auditor:
             declared = MAY_PASS.search(self.tests[gid].source)
             allowed |= {k.strip() for k in declared.group(1).split(",")} if declared else set()
         for gid in cells:
-            self.audits.setdefault(gid, [])
+            outcome = OUTCOME.search(self.tests[gid].source)
+            self.audits[gid] = [[f"not swapped: judged on {outcome.group(1)}", 0]] if outcome else []
+        cells = [gid for gid in cells if not OUTCOME.search(self.tests[gid].source)]
+        if not cells:
+            return
         real_own = self.judge.own
         try:
             for kind in [k for k in KINDS if k not in allowed]:
