@@ -1,13 +1,15 @@
 """The checker's audit: would a wrong, constant or random answer earn a point on any exercise?
 
 A hidden test that one memorised value satisfies grades nothing. So while the solution is graded (`grader audit`,
-and the suite's grading of every solution), each test cell is judged again right after its real judgment, with
-the exercise's answers swapped in the learner's kernel for answers a learner could write without understanding:
+and the suite's grading of every solution), each exercise's test cells are judged again after the real judgment of
+its last one, with the exercise's answers swapped in the kernel for answers a learner could write without
+understanding:
   - `zero`: 0, "", or an empty collection; a function that returns 0;
-  - `memorized`: a function that returns, whatever it is given, what the right one returned on the test's first
-    call (the "constant that fits one input" a learner copies from a printed result);
-  - `near`: the right value nudged (a number plus one, a quiz letter's neighbour, a list without its last item);
-    a function returning its first result nudged;
+  - `memorized`: a function that returns, whatever it is given, what the right one returned on its first call
+    since the exercise's first test cell (the "constant that fits one input" a learner copies from a printed
+    result);
+  - `near`: the right value nudged (a number plus one, every value of a dict nudged, a quiz letter's neighbour, a
+    list without its last item); a function returning its first result nudged;
   - `random 1`, `random 2`: values of the same shape, drawn with a fixed seed (a function draws anew each call);
     for a multiple-choice letter, the other letters, so `near` and the two random kinds try every wrong choice.
 A cheat equal to the right answer is not tried, nor are kinds a test cell declares right in a comment
@@ -227,11 +229,11 @@ class Auditor:
         if self.last.get(exercise) == test.grade_id:
             try:
                 self._cheat(exercise)
+                self._ask("restore()")
             except AuditError as exc:
                 for gid in self._cells(exercise):
                     self.audits[gid] = [[f"could not be audited ({exc})", None]]
-            finally:
-                self._ask("restore()")
+                self.kernel.evaluate(f"{AUDIT_NAME}.restore()")  # the right answers back, whatever failed
         return verdict
 
     def _cells(self, exercise: str) -> list[str]:
