@@ -66,8 +66,9 @@ def producer_threads():
                   if t.name.startswith("BackgroundProducer(") or "producer" in t.name.lower())
 
 def my_folders():
-    """Checkpoint folders of this process left in the temporary folder."""
-    return sorted(p.name for p in Path(tempfile.gettempdir()).glob(f"streamlab-*-{os.getpid()}-*"))
+    """Checkpoint folders of this process left in the temporary folder (not its Spark JVM's, which lives as long)."""
+    return sorted(p.name for p in Path(tempfile.gettempdir()).glob(f"streamlab-*-{os.getpid()}-*")
+                  if not p.name.startswith("streamlab-jvm-"))
 
 def my_topics():
     """Topics on the broker made by this process (lab.new_topic names carry its owner token)."""
