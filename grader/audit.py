@@ -4,6 +4,7 @@ A hidden test that one memorised value satisfies grades nothing. So while the so
 and the suite's grading of every solution), each exercise's test cells are judged again after the real judgment of
 its last one, with the exercise's answers swapped in the kernel for answers a learner could write without
 understanding:
+  - `none`: every answer left as the released stub leaves it, None;
   - `zero`: 0, "", or an empty collection; a function that returns 0;
   - `memorized`: a function that returns, whatever it is given, what the right one returned on its first call
     since the exercise's first test cell (the "constant that fits one input" a learner copies from a printed
@@ -26,12 +27,13 @@ import re
 import time
 
 AUDIT_NAME = "__streamlab_audit__"
-KINDS = ("zero", "memorized", "near", "random 1", "random 2")
+KINDS = ("none", "zero", "memorized", "near", "random 1", "random 2")
+SLOW_KINDS = 2  # an exercise whose test cells take longer than SLOW_S (a live run): `none` and one more that applies
 MAY_PASS = re.compile(r"^# audit: (.+?) may pass\b", re.M)
 # An exercise judged on what the notebook's own cells made with the answer (a crash test's table), which swapping
 # the answer at the test cannot change: the untouched notebook's grading proves its empty answer earns nothing.
 OUTCOME = re.compile(r"^# audit: judged on (.+)$", re.M)
-SLOW_S = 15.0  # an exercise whose test cells take longer (a live run) is tried with the first two kinds that apply
+SLOW_S = 15.0
 
 # Runs inside the kernel being graded (the solution's: an instructor's tool, not a learner-facing check).
 AUDIT = r'''
@@ -160,6 +162,9 @@ class __StreamlabAudit:
         return lambda *args, **kwargs: audit._random(first, rng)
 
     def cheat(self, kind):
+        if kind == "none":  # the released notebook's stub, `answer = None`
+            self.ns.update({name: None for name in self.real})
+            return "cheating"
         functions = {n for n, v in self.real.items() if callable(v) and not isinstance(v, type)}
         if kind == "memorized" and not functions:
             return "skip"
@@ -241,7 +246,8 @@ class Auditor:
 
     def _cheat(self, exercise: str) -> None:
         cells = self._cells(exercise)
-        budget = 2 if self.seconds[exercise] > SLOW_S else len(KINDS)  # a live check: the first two that apply
+        slow = self.seconds[exercise] > SLOW_S
+        budget = SLOW_KINDS if slow else len(KINDS)
         allowed: set[str] = set()
         for gid in cells:
             declared = MAY_PASS.search(self.tests[gid].source)
@@ -254,7 +260,7 @@ class Auditor:
             return
         real_own = self.judge.own
         try:
-            for kind in [k for k in KINDS if k not in allowed]:
+            for kind in [k for k in KINDS if k not in allowed and not (slow and k == "zero")]:
                 if budget == 0:
                     break
                 if self._ask(f"cheat({kind!r})") != "cheating":

@@ -760,5 +760,8 @@ def _at_exit() -> None:
         said = f"cleanup at exit failed: {exc}"
     if _bootstrap and not external_bootstrap():
         remove_user()
+    from streamlab.lab.session import remove_jvm_folder
+
+    remove_jvm_folder()  # once more: stopping the queries above can make Spark write into it again
     if "left:" in said and "nothing left" not in said:
         print(f"streamlab at exit: {said}", file=sys.stderr)

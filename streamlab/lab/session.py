@@ -174,10 +174,10 @@ def _launch_quiet_jvm(conf: dict) -> None:
 
 def _private_temporary_folder(conf: dict) -> None:
     """The driver JVM's temporary files (lz4's native library, Spark's block manager and shuffle files) in a folder
-    named after this process, removed when it exits, or by the next setup() when it was killed (kill -9, a kernel
-    restart): left in /tmp, each killed kernel kept ~150 KB of them there for ever."""
+    named after this process, removed when it exits normally, or by the next setup() when it was killed (kill -9, a
+    kernel restart or shutdown, which kills a kernel that does not end within seconds): left in /tmp, each killed
+    kernel kept ~150 KB of them there for ever."""
     import atexit
-    import shutil
     import tempfile
 
     try:
@@ -186,7 +186,19 @@ def _private_temporary_folder(conf: dict) -> None:
         return
     conf["spark.driver.extraJavaOptions"] += f" -Djava.io.tmpdir={folder}"
     conf.setdefault("spark.local.dir", folder)
-    atexit.register(shutil.rmtree, folder, True)
+    _jvm_folders.append(folder)
+    atexit.register(remove_jvm_folder)  # and again at the end of lifecycle's exit handler, after queries stop
+
+
+_jvm_folders: list[str] = []
+
+
+def remove_jvm_folder() -> None:
+    """Delete the driver JVM's temporary folder (at exit: the JVM ends with this process)."""
+    import shutil
+
+    for folder in _jvm_folders:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _connector_on_classpath(session) -> bool:

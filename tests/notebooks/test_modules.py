@@ -1,5 +1,7 @@
 """Every assignment in solutions/: the solution scores full marks; the untouched student version runs and scores 0;
 no wrong, constant or random answer earns a point on any exercise (grader/audit.py, run on the solution's grading).
+The untouched version is graded only where checks read what its own cells made (UNTOUCHED_GRADED); elsewhere the
+audit's `none` cheat gives each exercise the stubs' None on the solution's run.
 
 Parametrised over whatever solutions/ holds when the tests are collected. Streaming notebooks spend much of their
 time waiting (trigger intervals, demos that run for seconds), so every run goes at once, in one go before the
@@ -23,6 +25,19 @@ from grader.course import SOURCE, assignments, release
 
 IDS = assignments(SOURCE)
 GRADERS, LAB_RUNS = 3, 2
+
+
+def _judged_on_outcomes(aid: str) -> bool:
+    from grader.audit import OUTCOME
+
+    nb = nbformat.read(SOURCE / aid / f"{aid}.ipynb", as_version=4)
+    return any(OUTCOME.search(cell.source) for cell in nb.cells if cell.cell_type == "code")
+
+
+# The untouched student version is graded where some checks read what the notebook's cells made with the answer
+# (grader/audit.py's `# audit: judged on`): only its own run can show that its stubs earn 0 there. Elsewhere the
+# audit's `none` cheat judges each exercise with the stubs' None, on the solution's run.
+UNTOUCHED_GRADED = {aid for aid in IDS if _judged_on_outcomes(aid)}
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
 
@@ -76,7 +91,13 @@ def _lab_run(path: Path, tmp: Path) -> dict:
     except Exception as exc:  # a dead kernel or a timeout: the test reports it, and where
         into["errors"] = [f"the run stopped in {at['cell']}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"]
         into["last_ran"] = False
-    into["left_behind"] = sorted(p.name for p in tmp.iterdir())
+    # A kernel with a Spark session does not exit within jupyter_client's shutdown wait and is killed, so its exit
+    # handlers do not run: its JVM's temporary folder stays until the next setup() sweeps it (that sweep is proven
+    # by tests/integration/test_killed_run.py). Everything else it made is its own to remove.
+    jvm = [p for p in tmp.iterdir() if p.name.startswith("streamlab-jvm-")]
+    into["left_behind"] = sorted(p.name for p in tmp.iterdir() if p not in jvm)
+    for folder in jvm:
+        shutil.rmtree(folder, ignore_errors=True)
     return into
 
 
@@ -140,6 +161,8 @@ def runs(request, tmp_path_factory, bootstrap):
     for aid in ids:
         for student, nb in (("solution", SOURCE / aid / f"{aid}.ipynb"),
                             ("untouched", student_versions / aid / f"{aid}.ipynb")):
+            if student == "untouched" and aid not in UNTOUCHED_GRADED:
+                continue
             (subs / student / aid).mkdir(parents=True)
             shutil.copyfile(nb, subs / student / aid / f"{aid}.ipynb")
     from streamlab.lab import cluster
@@ -204,6 +227,12 @@ def test_solution_scores_full_marks(outcome):
 @pytest.mark.timeout(3600)
 def test_untouched_student_version_scores_zero(outcome):
     aid, results, _ = outcome
+    if "untouched" not in results:  # every test cell judged with the stubs' None (the audit's `none`)
+        sol = results["solution"]
+        tried = {gid: [p for kind, p in sol.audit.get(gid, []) if kind == "none"] for gid in
+                 (e.grade_id for e in sol.exercises)}
+        assert tried and all(p == [0] for p in tried.values()), f"{aid}: the stubs' None earns points: {tried}"
+        return
     blank = results["untouched"]
     assert blank.error is None, f"{aid}: the untouched student version could not be graded: {blank.error}"
     earned = [f"{e.grade_id} {e.points:g}/{e.max_points:g}" for e in blank.exercises if e.points]

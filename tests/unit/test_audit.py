@@ -33,8 +33,8 @@ def _cheats(ns: dict, names: list[str]) -> dict[str, dict]:
 
 def test_every_wrong_letter_of_a_quiz_is_tried_and_never_the_right_one():
     seen = _cheats({"q1": "b"}, ["q1"])
-    letters = sorted(v["q1"] for v in seen.values())
-    assert letters == ["", "a", "c", "d"], letters
+    letters = sorted(v["q1"] for v in seen.values() if v["q1"] is not None)
+    assert letters == ["", "a", "c", "d"] and seen["none"]["q1"] is None, seen
 
 
 @pytest.mark.parametrize("value", [7, 0, 2.5, "maxOffsetsPerTrigger", '{"t": {"0": 5}}', {"plain": 3, "min2": 3},
@@ -42,7 +42,7 @@ def test_every_wrong_letter_of_a_quiz_is_tried_and_never_the_right_one():
 def test_a_data_answer_is_never_tried_as_itself(value):
     seen = _cheats({"answer": value}, ["answer"])
     assert len(seen) >= 3, seen  # zero, near and two random draws, less any equal to the answer
-    assert all(v["answer"] != value for v in seen.values()), seen
+    assert all(v["answer"] != value for v in seen.values()) and seen["none"]["answer"] is None, seen
 
 
 def test_a_function_is_tried_as_a_memorised_constant_and_as_random_results():
@@ -63,7 +63,7 @@ def test_a_function_the_test_never_called_gets_no_memorised_cheat():
     ns = {"f": lambda: 1}
     audit = _auditor(ns)
     audit.arm(json.dumps(["f"]))
-    assert audit.cheat("memorized") == "skip" and audit.cheat("zero") == "cheating"
+    assert audit.cheat("memorized") == "skip" and audit.cheat("zero") == "cheating" and audit.cheat("none") == "cheating"
     audit.restore()
 
 
