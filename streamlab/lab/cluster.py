@@ -282,12 +282,16 @@ def _spark_env(name: str) -> dict:
     conf.mkdir(parents=True, exist_ok=True)
     (conf / "log4j2.properties").write_text(_SPARK_LOG4J)
     java = Path(java_binary()).resolve()
+    tmp = here / "tmp"
+    tmp.mkdir(exist_ok=True)
     return dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_CONF_DIR=str(conf), SPARK_LOG_DIR=str(here),
                 SPARK_LOCAL_IP="127.0.0.1", SPARK_DAEMON_MEMORY="160m", JAVA_HOME=str(java.parent.parent),
                 SPARK_WORKER_DIR=str(here / "work"),
                 # The folder in every daemon's command line: how a pid file is told from a stale one.
+                # Their temporary folders in the cluster's, which `cluster stop` deletes (a killed daemon's stayed
+                # in /tmp).
                 SPARK_DAEMON_JAVA_OPTS=(f"-Dstreamlab.cluster={folder()} -Dspark.daemon.log={here / name}.log "
-                                        "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"))
+                                        f"-Djava.io.tmpdir={tmp} -XX:+UseSerialGC -XX:TieredStopAtLevel=1"))
 
 
 def _spark_daemon(name: str, args: list[str]) -> subprocess.Popen:
