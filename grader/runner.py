@@ -161,6 +161,7 @@ def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeo
                 from .audit import Auditor
 
                 judge.auditor = Auditor(kernel, judge, tests, owners, [grade_id(c) for c in nb.cells])
+                outcome.audits = judge.auditor.audits
             watchdog.start()
             _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKernelError, nbformat)
         finally:
@@ -301,7 +302,7 @@ def _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKer
                 verdict = Verdict(gid, 0.0, test.points, skipped=f"skipped: needs {needs} first")
             else:
                 try:
-                    verdict = _judge(judge, test, owners, outcome)
+                    verdict = _judge(judge, test)
                 except KernelStuck as exc:
                     outcome.stopped = getattr(getattr(client, "watchdog", None), "tripped", None) or str(exc)
                     return
@@ -341,14 +342,10 @@ def _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKer
                 break
 
 
-def _judge(judge, test: Test, owners: dict[str, str], outcome: Run):
-    """Judge one test cell; when auditing, its exercise also with the cheats of grader/audit.py (outcome.audits)."""
+def _judge(judge, test: Test):
+    """Judge one test cell; when auditing, its exercise also with the cheats of grader/audit.py (run.audits)."""
     auditor = getattr(judge, "auditor", None)
-    if auditor is None:
-        return judge.judge(test.grade_id, test.source, test.points)
-    verdict = auditor.judge_test(test)
-    outcome.audits.update(auditor.audits)
-    return verdict
+    return judge.judge(test.grade_id, test.source, test.points) if auditor is None else auditor.judge_test(test)
 
 
 def _unmet_prerequisite(test: Test, owners: dict[str, str], verdicts: dict[str, Verdict],

@@ -274,6 +274,14 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).parent
 
 
+def temporary_folder() -> Path:
+    """The Spark daemons' and executors' java.io.tmpdir: inside the cluster's folder, so `stop` deletes what a
+    killed JVM left."""
+    tmp = folder() / "spark" / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    return tmp
+
+
 def _spark_env(name: str) -> dict:
     from streamlab.lab.session import java_binary
 
@@ -282,8 +290,6 @@ def _spark_env(name: str) -> dict:
     conf.mkdir(parents=True, exist_ok=True)
     (conf / "log4j2.properties").write_text(_SPARK_LOG4J)
     java = Path(java_binary()).resolve()
-    tmp = here / "tmp"
-    tmp.mkdir(exist_ok=True)
     return dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_CONF_DIR=str(conf), SPARK_LOG_DIR=str(here),
                 SPARK_LOCAL_IP="127.0.0.1", SPARK_DAEMON_MEMORY="160m", JAVA_HOME=str(java.parent.parent),
                 SPARK_WORKER_DIR=str(here / "work"),
@@ -291,7 +297,7 @@ def _spark_env(name: str) -> dict:
                 # Their temporary folders in the cluster's, which `cluster stop` deletes (a killed daemon's stayed
                 # in /tmp).
                 SPARK_DAEMON_JAVA_OPTS=(f"-Dstreamlab.cluster={folder()} -Dspark.daemon.log={here / name}.log "
-                                        f"-Djava.io.tmpdir={tmp} -XX:+UseSerialGC -XX:TieredStopAtLevel=1"))
+                                        f"-Djava.io.tmpdir={temporary_folder()} -XX:+UseSerialGC -XX:TieredStopAtLevel=1"))
 
 
 def _spark_daemon(name: str, args: list[str]) -> subprocess.Popen:

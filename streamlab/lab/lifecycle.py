@@ -587,14 +587,14 @@ def orphaned_folders() -> list[Path]:
     return found
 
 
-def remove_orphaned_folders() -> int:
-    """Delete checkpoint folders left by kernels that were killed (their pid no longer runs); return how many."""
+def remove_orphaned_folders() -> list[Path]:
+    """Delete the folders left by kernels that were killed (their pid no longer runs); return them."""
     import shutil
 
     gone = orphaned_folders()
     for folder in gone:
         shutil.rmtree(folder, ignore_errors=True)
-    return len(gone)
+    return gone
 
 
 def _pid_runs(pid: int) -> bool:
@@ -633,11 +633,7 @@ def sweep_orphans(bootstrap: str | None = None, timeout: float = 5.0) -> str:
     that was not answering; say what was deleted ('' when nothing)."""
     from streamlab.lab.owners import orphaned
 
-    import shutil
-
-    gone = orphaned_folders()
-    for folder in gone:
-        shutil.rmtree(folder, ignore_errors=True)
+    gone = remove_orphaned_folders()
     jvm = sum(folder.name.startswith("streamlab-jvm-") for folder in gone)  # session._private_temporary_folder
     folders = len(gone) - jvm
     theirs: list[str] = []

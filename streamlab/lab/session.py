@@ -103,9 +103,7 @@ def spark():
         if not os.environ.get("SPARK_MASTER"):  # the lab's cluster: what a killed executor leaves goes with it
             from streamlab.lab import cluster
 
-            tmp = cluster.folder() / "spark" / "tmp"
-            tmp.mkdir(parents=True, exist_ok=True)
-            conf["spark.executor.extraJavaOptions"] += f" -Djava.io.tmpdir={tmp}"
+            conf["spark.executor.extraJavaOptions"] += f" -Djava.io.tmpdir={cluster.temporary_folder()}"
     _cap_for_workshop(conf)
     _launch_quiet_jvm(conf)
     builder = SparkSession.builder

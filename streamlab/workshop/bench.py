@@ -84,12 +84,13 @@ def workshop_section() -> None:
     from streamlab.lab.broker import free_port
     from streamlab.workshop import instructor, kafka
 
-    # The room's SCRAM runs over plaintext on 127.0.0.1 (docs/workshop.md says why): kafka-python's warning on every
-    # login is not a figure.
-    logging.getLogger("kafka.net.sasl.scram").setLevel(logging.ERROR)
     from streamlab.workshop.__main__ import approve, start, stop
     from streamlab.workshop.client import Learner
     from streamlab.workshop.hub import Settings
+
+    # The room's SCRAM runs over plaintext on 127.0.0.1 (docs/workshop.md says why): kafka-python's warning on every
+    # login is not a figure.
+    logging.getLogger("kafka.net.sasl.scram").setLevel(logging.ERROR)
 
     root = Path(tempfile.mkdtemp(prefix="streamlab-bench-workshop-"))
     settings = Settings(root=str(root), hub_port=free_port(), proxy_api_port=free_port(), hub_api_port=free_port(),
