@@ -12,6 +12,8 @@ import json
 import os
 import random
 import secrets
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 SEED_ENV = "STREAMLAB_SEED"
@@ -32,12 +34,26 @@ def _stored() -> dict:
         return {}
 
 
-def _save(data: dict) -> None:
+@contextmanager
+def _locked():
+    """Hold the store's lock: two kernels or graders making a seed at once must agree on one."""
     path = _store()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-    tmp.replace(path)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        try:
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except ImportError:  # Windows: no flock; the unique temporary file below still keeps the store whole
+            pass
+        yield path
+
+
+def _save(path: Path, data: dict) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".variants-", suffix=".tmp")
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(tmp, path)
 
 
 def current_assignment() -> str:
@@ -58,15 +74,16 @@ def student_seed(student: str, assignment: str) -> int:
 
 def stored_seed(assignment: str, create: bool = True) -> int | None:
     """This machine's seed for `assignment` (made and stored on first use when `create`)."""
-    data = _stored()
-    value = data.get(assignment)
-    if isinstance(value, int):
-        return value
-    if not create:
-        return None
-    value = secrets.randbelow(1_000_000)
-    data[assignment] = value
-    _save(data)
+    value = _stored().get(assignment)
+    if isinstance(value, int) or not create:
+        return value if isinstance(value, int) else None
+    with _locked() as path:
+        data = _stored()  # again, under the lock: another process may have made it meanwhile
+        value = data.get(assignment)
+        if not isinstance(value, int):
+            value = secrets.randbelow(1_000_000)
+            data[assignment] = value
+            _save(path, data)
     return value
 
 
@@ -84,13 +101,14 @@ def seed_for(assignment: str) -> int:
 def new_variant(assignment: str | None = None) -> int:
     """Draw fresh numbers for an assignment (self-paced): store a new seed; re-run the notebook to use it."""
     assignment = assignment or current_assignment()
-    data = _stored()
-    old = data.get(assignment)
-    value = old
-    while value == old:
-        value = secrets.randbelow(1_000_000)
-    data[assignment] = value
-    _save(data)
+    with _locked() as path:
+        data = _stored()
+        old = data.get(assignment)
+        value = old
+        while value == old:
+            value = secrets.randbelow(1_000_000)
+        data[assignment] = value
+        _save(path, data)
     print(f"{assignment}: new variant {value}. Restart the kernel and run all cells to get its numbers.")
     return value
 

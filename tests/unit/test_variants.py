@@ -40,3 +40,23 @@ def test_seed_from_environment_then_store(tmp_path, monkeypatch):
     monkeypatch.delenv(variants.SEED_ENV)
     new = variants.new_variant("00-setup")
     assert new != stored and variants.seed_for("00-setup") == new
+
+
+def test_processes_making_the_seed_at_once_all_get_the_same_one(tmp_path):
+    """Two graders (or a kernel and a grader) making an assignment's seed at once must agree, and neither fail."""
+    import subprocess
+    import sys
+
+    go = tmp_path / "go"
+    code = ("import os, time\nfrom streamlab.course import variants\n"  # all imported, then all at once
+            f"while not os.path.exists({str(go)!r}): time.sleep(0.001)\nprint(variants.stored_seed('race'))")
+    env = {**__import__("os").environ, "STREAMLAB_HOME": str(tmp_path)}
+    env.pop(variants.SEED_ENV, None)
+    runs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True) for _ in range(8)]
+    __import__("time").sleep(3)
+    go.touch()
+    outs = [run.communicate(timeout=60) for run in runs]
+    assert all(run.returncode == 0 for run in runs), [err for _, err in outs]
+    assert len({out.strip() for out, _ in outs}) == 1, outs
+    assert not list(tmp_path.glob("*.tmp"))
