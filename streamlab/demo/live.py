@@ -48,13 +48,26 @@ from streamlab.demo.widgets import png
 from streamlab.errors import LabError
 from streamlab.lab.lifecycle import new_checkpoint
 
-GRADING_SECONDS = 20  # under the grader nobody plays: a demo runs this long after its script at most
+GRADING_SECONDS = 12  # under the grader nobody plays: a demo runs this long after its script at most
+DEMO_SECONDS_ENV = "STREAMLAB_DEMO_SECONDS"  # the same cap where nobody plays either: a test's Run All
 COLUMNS = ("batch", "time", "rows", "cap", "duration_ms", "input_rate", "process_rate", "lag", "restart", "run",
            "trigger_s", "planned", "progress_lag", "max_behind", "tasks", "partitions", "min_partitions",
            "partitions_read")
 CONTROLS = (*KNOBS, "burst")
 
 _live: "weakref.WeakSet[LiveDemo]" = weakref.WeakSet()
+
+
+def duration_cap() -> float | None:
+    """How long a demo may run after its script when nobody plays: under the grader, or $STREAMLAB_DEMO_SECONDS."""
+    raw = os.environ.get(DEMO_SECONDS_ENV, "").strip()
+    if raw:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise KnobError(f"{DEMO_SECONDS_ENV}={raw!r} is not a number of seconds: unset it or give e.g. 20") from None
+        return _settings.check_positive(DEMO_SECONDS_ENV, value)
+    return GRADING_SECONDS if os.environ.get("STREAMLAB_GRADING") == "1" else None
 
 
 @dataclass
@@ -285,12 +298,12 @@ class LiveDemo(Controls, LiveLoop):
 
         self.bootstrap = self.bootstrap or ensure_broker()
         self._settings["partitions"] = partition_count(self.topic, self.bootstrap)
-        if os.environ.get("STREAMLAB_GRADING") == "1" and not (
-                self.stop_when_caught_up is not None or self.stop_after_script is not None):
-            # nobody plays under the grader: the script's story, then a few seconds, is enough (a script counted
-            # in batches plays within the first seconds)
+        cap = duration_cap()
+        if cap is not None and not (self.stop_when_caught_up is not None or self.stop_after_script is not None):
+            # nobody plays: the script's story, then a few seconds, is enough (a script counted in batches plays
+            # within the first seconds)
             steps = [step[0] + 10 for step in self.script] if self.script_in == "seconds" else []
-            self.duration = min(self.duration, max([GRADING_SECONDS, *steps]))
+            self.duration = min(self.duration, max([cap, *steps]))
         self._make_widgets()
         # short client timeouts: the loop must notice a lost broker in seconds, not in kafka-python's 30 s
         self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
@@ -372,7 +385,6 @@ class LiveDemo(Controls, LiveLoop):
         sample = self.samples[-1] if self.samples else {"lag": 0, "partitions": {}}
         prefix = "p" if len(self.topics) == 1 else ""
         parts = " / ".join(f"{prefix}{k} {v}" for k, v in sample["partitions"].items())
-        cap = self._settings["cap"]
         left = self.time_left(now)
         batch = f"last batch {last['rows']} rows in {last['duration_ms']} ms" if last else "last batch -"
         rate = self._settings["rate"] + sum(s.rate for s in self.sources.values())

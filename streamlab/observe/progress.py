@@ -61,11 +61,15 @@ def data_batches(query) -> list[dict]:
 
 def wait_for_batches(query, n: int, timeout: float = 90.0) -> list[dict]:
     """Wait until `query` has finished `n` batches that read data; returns their progress events."""
-    deadline = time.monotonic() + timeout
-    while len(data_batches(query)) < n:
+    deadline, looked = time.monotonic() + timeout, None
+    while True:
+        last = as_dict(query.lastProgress)  # one JVM call; recentProgress is one per event kept
+        if (last.get("batchId"), last.get("timestamp")) != looked:  # an idle trigger reports the next batch's id
+            looked, batches = (last.get("batchId"), last.get("timestamp")), data_batches(query)
+            if len(batches) >= n:
+                return batches
         if query.exception() is not None:
             raise RuntimeError(f"the query failed: {query.exception()}")
         if time.monotonic() > deadline:
             raise TimeoutError(f"the query finished fewer than {n} batches within {timeout:.0f} s")
         time.sleep(0.2)
-    return data_batches(query)

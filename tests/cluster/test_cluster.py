@@ -1,5 +1,6 @@
 """The lab's cluster (streamlab.lab.cluster): brokers and executors killed under a running query with the copies
-counted, start / stop / restart after kill -9, SCRAM refusing a wrong password, and modules 00 and 01 on it.
+counted, start / stop / restart after kill -9, SCRAM refusing a wrong password, module 9 run as a learner runs it
+(Run All, then going back) and module 0 graded-style on it.
 
 Ports: $STREAMLAB_CLUSTER_PORT (9292..9297), $STREAMLAB_SPARK_PORT (7077, 7078-7079) and $STREAMLAB_SPARK_UI_PORT
 (8080-8082). The kill runs happen in a child process: a SparkContext is one per process, and the suite's is local.
@@ -72,7 +73,23 @@ def test_ten_executor_kills_retry_tasks_and_lose_nothing(running_cluster):
         assert result[sink]["duplicates"] == 0 and result[sink]["lost"] == 0, (sink, result[sink])
 
 
-@pytest.mark.parametrize("module", ["00-setup", "01-source-internals"])
+def test_module_9_as_a_learner_runs_it_on_the_cluster(running_cluster, tmp_path):
+    """Module 9's untouched student version, Run All then going back (tests/labrun.py, as test_modules runs every
+    other module): on this cluster, which its setup cell finds running and uses."""
+    from grader.course import SOURCE, release
+    from labrun import problems, run_as_a_learner
+
+    aid = "09-cluster-failures"
+    release(tmp_path / "release", SOURCE, quiet=True)
+    lab = run_as_a_learner(tmp_path / "release" / aid / f"{aid}.ipynb", tmp_path / "kernel-tmp")
+    print(f"{aid}: Run All {lab.get('seconds')} s, going back {lab.get('reentry seconds')} s")
+    found = {kind: lines for kind, lines in problems(lab).items() if lines}
+    assert not found, f"{aid} as a learner runs it on the cluster: {found}"
+    assert cluster.master_url() in lab["setup"] and cluster.bootstrap() in lab["setup"], lab["setup"]
+    assert cluster.alive_workers() == 2, "the module left the cluster short of a Worker"
+
+
+@pytest.mark.parametrize("module", ["00-setup"])
 def test_modules_run_on_the_cluster(running_cluster, module):
     import nbformat
     from nbclient import NotebookClient
@@ -110,27 +127,6 @@ def test_start_stop_and_restart_after_kill_9(running_cluster):
     assert cluster.running() and "kept-after-kill" not in list_topics(running_cluster)
 
 
-def test_scram_refuses_a_wrong_password_in_one_line(running_cluster):
-    cluster.stop()
-    try:
-        cluster.start(scram=True, admin_password="s3cret-admin", spark=False)
-        cluster.check_login("admin", "s3cret-admin")  # the right password lists the topics
-        with pytest.raises(LabError) as refused:
-            cluster.check_login("admin", "wrong")
-        line = str(refused.value)
-        print(line)
-        assert "\n" not in line and "authentication failed" in line.lower() and "password" in line
-        with pytest.raises(LabError):
-            cluster.check_login("mallory", "s3cret-admin")  # a user the cluster does not know
-        options = cluster.client_options()
-        assert options["kafka.security.protocol"] == "SASL_PLAINTEXT" and "ScramLoginModule" in options[
-            "kafka.sasl.jaas.config"]
-    finally:
-        print(cluster.stop())
-    assert not _ours()
-    cluster.start()  # the module fixture's cluster, for its teardown
-
-
 def test_acks_one_loses_acknowledged_records_and_acks_all_does_not(running_cluster, monkeypatch):
     import streamlab
     from streamlab.delivery.failover import acks_experiment
@@ -152,3 +148,24 @@ def test_acks_one_loses_acknowledged_records_and_acks_all_does_not(running_clust
     assert one["acknowledged but lost"] >= 25, one
     assert every["acknowledged"] == 0 and every["acknowledged but lost"] == 0, every
     assert one["new leader"] != one["old leader"] and every["new leader"] != every["old leader"]
+
+
+def test_scram_refuses_a_wrong_password_in_one_line(running_cluster):
+    """Last in this file: it replaces the module's cluster with one that asks for passwords, then stops it."""
+    cluster.stop()
+    try:
+        cluster.start(scram=True, admin_password="s3cret-admin", spark=False)
+        cluster.check_login("admin", "s3cret-admin")  # the right password lists the topics
+        with pytest.raises(LabError) as refused:
+            cluster.check_login("admin", "wrong")
+        line = str(refused.value)
+        print(line)
+        assert "\n" not in line and "authentication failed" in line.lower() and "password" in line
+        with pytest.raises(LabError):
+            cluster.check_login("mallory", "s3cret-admin")  # a user the cluster does not know
+        options = cluster.client_options()
+        assert options["kafka.security.protocol"] == "SASL_PLAINTEXT" and "ScramLoginModule" in options[
+            "kafka.sasl.jaas.config"]
+    finally:
+        print(cluster.stop())
+    assert not _ours()

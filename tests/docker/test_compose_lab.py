@@ -200,7 +200,9 @@ def test_setup_and_module_04_run_top_to_bottom_in_the_container(stack):
     watcher = threading.Thread(target=watch_ui, daemon=True)
     watcher.start()
     try:
-        done = stack.exec("lab", "python", "-c", RUN_NOTEBOOKS, "notebooks/00-setup/00-setup.ipynb",
+        # demos end 15 s after their script, as in the course's lab runs (tests/notebooks/test_modules.py)
+        done = stack.exec("lab", "env", "STREAMLAB_DEMO_SECONDS=15", "python", "-c", RUN_NOTEBOOKS,
+                          "notebooks/00-setup/00-setup.ipynb",
                           "notebooks/04-backpressure/04-backpressure.ipynb", timeout=1800)
     finally:
         done_event.set()

@@ -17,6 +17,10 @@ class FakeQuery:
     def __init__(self, events=()):
         self.recentProgress, self.isActive, self.status, self.stopped = list(events), True, {}, False
 
+    @property
+    def lastProgress(self):
+        return self.recentProgress[-1] if self.recentProgress else None
+
     def stop(self):
         self.isActive, self.stopped = False, True
 
@@ -373,3 +377,34 @@ def test_the_floor_and_its_delay_are_knobs_that_restart_the_query_and_a_floor_ov
         StreamSettings(cap=100, min_offsets=500)
     with pytest.raises(KnobError, match="maxTriggerDelay"):
         StreamSettings(max_delay_seconds=-1)
+
+
+def test_where_nobody_plays_a_demo_s_duration_is_capped_and_a_bad_cap_is_named(monkeypatch):
+    """Under the grader a demo runs GRADING_SECONDS after its script; $STREAMLAB_DEMO_SECONDS caps a test's Run All."""
+    from streamlab.demo import live
+    from streamlab.demo.settings import KnobError
+
+    monkeypatch.delenv("STREAMLAB_GRADING", raising=False)
+    monkeypatch.delenv(live.DEMO_SECONDS_ENV, raising=False)
+    assert live.duration_cap() is None
+    monkeypatch.setenv("STREAMLAB_GRADING", "1")
+    assert live.duration_cap() == live.GRADING_SECONDS
+    monkeypatch.setenv(live.DEMO_SECONDS_ENV, "15")
+    assert live.duration_cap() == 15
+    monkeypatch.setenv(live.DEMO_SECONDS_ENV, "soon")
+    with pytest.raises(KnobError, match="STREAMLAB_DEMO_SECONDS='soon' is not a number of seconds"):
+        live.duration_cap()
+
+
+def test_the_poller_collects_every_batch_that_ended_between_two_looks(demo):
+    """lastProgress is read first (one JVM call); when more than one batch ended since, all of them are added."""
+    def at(batch):
+        return event(batch, {0: 100 * batch, 1: 100 * batch}, {0: 100 * batch, 1: 100 * batch})
+
+    demo._latest = lambda: {}
+    query = FakeQuery([at(0)])
+    demo._collect(query)
+    query.recentProgress += [at(1), at(2), at(3)]
+    demo._collect(query)
+    demo._collect(query)  # nothing new: nothing added twice
+    assert [e["batchId"] for e in demo.events] == [0, 1, 2, 3]
