@@ -5,10 +5,32 @@ import functools
 import os
 import threading
 import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .judge import Judge, Kernel, KernelStuck, Verdict, assigned_names, free_names
+
+
+KERNEL_STARTS = 3
+
+
+@contextmanager
+def kernel_started(client, **kwargs):
+    """`client.setup_kernel()` (an nbclient NotebookClient), tried again when the kernel dies before it answers.
+
+    jupyter_client picks a kernel's TCP ports, then the kernel binds them seconds later; on a busy machine another
+    process's connection can take one in between (the kernel dies with "Address already in use"). That is the
+    machine's doing, never the notebook's: a new kernel gets new ports."""
+    with ExitStack() as stack:
+        for attempt in range(1, KERNEL_STARTS + 1):
+            try:
+                stack.enter_context(client.setup_kernel(**kwargs))
+                break
+            except RuntimeError as exc:
+                if "Kernel died before replying" not in str(exc) or attempt == KERNEL_STARTS:
+                    raise
+        yield
 
 
 def grade_id(cell) -> str | None:
@@ -122,7 +144,6 @@ def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeo
     import nbformat
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
-    from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
     manager = AsyncKernelManager
@@ -147,7 +168,7 @@ def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeo
             spark_made.append(spark_factory())
         return spark_made[0]
 
-    with client.setup_kernel():
+    with kernel_started(client):
         side = client.km.blocking_client()
         side.start_channels()
         watchdog = MemoryWatchdog(_kernel_pid(client.km))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 
+from grader.runner import kernel_started
 from streamlab.demo.live import DEMO_SECONDS_ENV
 
 DEMO_SECONDS = 15
@@ -38,7 +39,7 @@ def run_as_a_learner(path: Path, tmp: Path) -> dict:
         client = NotebookClient(nb, timeout=600, allow_errors=True, kernel_name="python3",
                                 extra_arguments=["--IPKernelApp.log_level=ERROR"],
                                 resources={"metadata": {"path": str(path.parent)}})
-        with client.setup_kernel(env=env):
+        with kernel_started(client, env=env):
             started = time.monotonic()
             for index, cell in enumerate(nb.cells):
                 at["cell"] = f"Run All, cell {index + 1} ({cell.source.splitlines()[0][:60] if cell.source else ''})"

@@ -19,6 +19,7 @@ def _read_variables() -> set[str]:
         text = path.read_text(encoding="utf-8")
         found |= set(re.findall(r"environ(?:\.get)?[\[(]\s*[\"']([A-Z][A-Z0-9_]+)[\"']", text))
         found |= set(re.findall(r"_env_port\(\s*\"([A-Z][A-Z0-9_]+)\"", text))
+        found |= set(re.findall(r"^[A-Z_]*_ENV\s*=\s*\"([A-Z][A-Z0-9_]+)\"", text, re.M))  # named once, read by name
     return found - INTERNAL
 
 
