@@ -4,7 +4,8 @@ Most of the suite waits: for trigger intervals, for demos that run for seconds, 
 for a killed broker to come back. Lane 1 is the course itself on the lab's broker (unit, integration, faults,
 notebooks). Lane 2 is the three labs that bring their own engines, one after another: the compose lab on podman,
 the cluster lab (three brokers, a Spark Master and two Workers) and the workshop hub, and then the browser tests,
-which serve a JupyterLab of their own (there to balance the lanes: in a rehearsal lane 1 took 40 min, lane 2 34).
+which serve a JupyterLab of their own (there to balance the lanes: in the rehearsal of 617da51 lane 1 took 34.5 min,
+lane 2 39 with them; in lane 1 they would make it 39.5).
 Lane 2 runs on a broker port and cluster ports of their own (each + 300), so that neither lane ever stops a broker
 or a cluster the other uses.
 
