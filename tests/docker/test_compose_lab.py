@@ -31,6 +31,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import engine  # noqa: E402  (tests/docker/engine.py: no package, so it is found by path)
+from labrun import DEMO_SECONDS, DEMO_SECONDS_ENV  # noqa: E402  (tests/labrun.py)
 
 pytestmark = pytest.mark.timeout(3600)
 
@@ -200,8 +201,8 @@ def test_setup_and_module_04_run_top_to_bottom_in_the_container(stack):
     watcher = threading.Thread(target=watch_ui, daemon=True)
     watcher.start()
     try:
-        # demos end 15 s after their script, as in the course's lab runs (tests/notebooks/test_modules.py)
-        done = stack.exec("lab", "env", "STREAMLAB_DEMO_SECONDS=15", "python", "-c", RUN_NOTEBOOKS,
+        # demos end DEMO_SECONDS after their script, as in every learner run of the tests (tests/labrun.py)
+        done = stack.exec("lab", "env", f"{DEMO_SECONDS_ENV}={DEMO_SECONDS}", "python", "-c", RUN_NOTEBOOKS,
                           "notebooks/00-setup/00-setup.ipynb",
                           "notebooks/04-backpressure/04-backpressure.ipynb", timeout=1800)
     finally:

@@ -12,6 +12,7 @@ Module 9 (the cluster) runs that way in tests/cluster, on the cluster that suite
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import time
@@ -28,7 +29,9 @@ IDS = assignments(SOURCE)
 GRADERS, LAB_RUNS = 3, 2
 
 
+@functools.cache
 def _code(aid: str) -> list[str]:
+    """The code cells of a solution, read once (collection asks three questions of each)."""
     nb = nbformat.read(SOURCE / aid / f"{aid}.ipynb", as_version=4)
     return [cell.source for cell in nb.cells if cell.cell_type == "code"]
 
