@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import signal
-import tempfile
 import threading
 import time
 

@@ -8,16 +8,41 @@ Drawing is kept apart from the live loop so a finished demo, or a test without S
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
-from streamlab.demo.settings import settings_text
+from streamlab.demo.settings import KnobError
 from streamlab.demo.widgets import png
 
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 RESTART_COLOR = "#c44e52"
 _LABEL_BOX = {"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1.0}  # legible over bars
 CHARTS = ("rates", "duration", "rows", "lag")  # Spark UI's order: rates, then duration, then rows
+CHART_NAMES = (*CHARTS, "tasks")
+LAG_LINES = ("partitions", "total")
+
+
+@dataclass
+class ChartPlan:
+    """What the demo draws: Spark UI's `charts` (of "rates", "duration", "rows", "lag", "tasks"), the lag as one
+    line per partition or the `total` (`lag_lines`), `panels` {name: Panel} of the configuration's own data on the
+    same time axis, a `title`, and in the readout `status(demo)`'s few words and, with `show_offsets`, the offset
+    ranges the last batch planned (its `offsets/N` file)."""
+
+    charts: tuple = CHARTS
+    lag_lines: str = "partitions"
+    title: str = ""
+    panels: dict = field(default_factory=dict)
+    status: Callable | None = None
+    show_offsets: bool = False
+
+    def __post_init__(self):
+        self.charts, self.panels = tuple(self.charts), dict(self.panels or {})
+        unknown = [c for c in self.charts if c not in CHART_NAMES and c not in self.panels]
+        if unknown:
+            raise KnobError(f"unknown chart {unknown[0]!r}; one of {', '.join((*CHART_NAMES, *self.panels))}")
+        if self.lag_lines not in LAG_LINES:
+            raise KnobError(f"lag_lines must be one of {', '.join(LAG_LINES)}, got {self.lag_lines!r}")
 
 
 @dataclass
@@ -50,7 +75,7 @@ def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total"
     from matplotlib.figure import Figure
 
     own = {name: p for d in demos.values() for name, p in d.panels.items()}
-    charts = [c for c in charts if c in ("rates", "duration", "rows", "lag", "tasks") or c in own] or list(CHARTS)
+    charts = [c for c in charts if c in CHART_NAMES or c in own] or list(CHARTS)
     fig = Figure(figsize=(width, 0.5 * font + 1.45 * font * len(charts)))
     axes = fig.subplots(len(charts), 1, sharex=True, squeeze=False)[:, 0]
     panel = dict(zip(charts, axes))

@@ -25,6 +25,8 @@ from streamlab.demo.widgets import slider
 
 KNOBS = ("rate", "cap", "trigger", "cost", "partitions", "min_partitions", "min_offsets", "max_delay")
 RESTARTING = ("cap", "trigger", "cost", "min_partitions", "min_offsets", "max_delay")  # read when a query starts
+CONTROLS = (*KNOBS, "burst")
+SCRIPT_CLOCKS = ("seconds", "batches")
 _SUBSHELL: dict = {}
 
 
@@ -46,8 +48,71 @@ class Knob:
 
 
 
+@dataclass
+class ControlPlan:
+    """What a demo lets a person (and its script) move: `controls` names the knobs that get a slider (and "burst"
+    a button of `burst` records), `knobs` adds sliders on the configuration's own `Knob`s, `script` moves knobs by
+    itself (steps `(at, knob, value)`, `(at, rate)` or `(at, "burst", n)`, `at` in seconds after the first batch
+    with data or, with `script_in="batches"`, in batches), and `script_until_touched` makes a person's first move
+    cancel the whole rest of the script (otherwise only its later moves of that knob)."""
+
+    controls: tuple = ("rate", "cap")
+    burst: int = 5_000
+    knobs: tuple = ()
+    script: tuple = ()
+    script_in: str = "seconds"
+    script_until_touched: bool = False
+
+    def __post_init__(self):
+        unknown = [c for c in self.controls if c not in CONTROLS]
+        if unknown:
+            raise _settings.KnobError(f"unknown control {unknown[0]!r}; one of {', '.join(CONTROLS)}")
+        self.controls = tuple(self.controls)
+        self.burst = _settings.check_positive("burst size", self.burst, whole=True, hi=1_000_000)
+        self.knobs = tuple(self.knobs)
+        self.script = tuple(tuple(step) for step in self.script)
+        if self.script_in not in SCRIPT_CLOCKS:
+            raise _settings.KnobError(f"script_in must be one of {', '.join(SCRIPT_CLOCKS)}, got {self.script_in!r}")
+
+
 class Controls:
     """The controls of a `LiveDemo` (a mixin: the demo's state lives on the demo)."""
+
+    def _init_controls(self, plan: ControlPlan) -> None:
+        """The controls' part of the demo's state: what may move, the script, and the widgets (made at start)."""
+        self.controls, self.burst_size = plan.controls, plan.burst
+        self.knobs = {k.name: k for k in plan.knobs}
+        self.knob_values = {k.name: k.value for k in plan.knobs}  # the configuration's knobs, as last moved
+        self.script = list(plan.script)
+        self.script_in, self.script_until_touched = plan.script_in, plan.script_until_touched
+        self.alert_text = ""
+        self.live_controls = False  # whether the controls act while another cell runs (a kernel with subshells)
+        self._pending_script = sorted(self.script, key=lambda step: step[0])
+        self._auto = False  # True while the script moves a control, so its move is not taken for a person's
+        self._touched = False
+        self._touched_knobs: set = set()
+        self._wanted: dict = {}  # restarting knobs moved, applied by the next restart
+        self._handle = None
+        self._sliders: dict = {}
+        self._convert: dict = {}
+        self._buttons: list = []
+        self._widgets_made = False
+
+    def _check_script(self) -> None:
+        """Every step of the script names a knob and a value it can take (refused here, not mid-demo)."""
+        for step in self._pending_script:
+            if len(step) not in (2, 3) or not isinstance(step[0], (int, float)) or step[0] < 0:
+                raise _settings.KnobError(
+                    f"a script step is (at, knob, value), (at, rate) or (at, 'burst', n); got {step!r}")
+            if len(step) == 2:
+                _settings.check_rate(step[1])
+            elif step[1] == "burst":
+                _settings.check_positive("burst size", step[2], whole=True, hi=1_000_000)
+            elif step[1] in self.knobs or step[1] in KNOBS or step[1].removeprefix("rate:") in self.sources:
+                self.checked(step[1], step[2])
+            else:
+                raise _settings.KnobError(f"the script moves an unknown knob {step[1]!r}; one of "
+                                          f"{', '.join((*KNOBS, *self.knobs, *self._rate_knobs(), 'burst'))}")
 
     def set(self, knob: str, value) -> None:
         """Turn a knob as its control would: the rate at once, partitions by a CreatePartitions request, the cap,

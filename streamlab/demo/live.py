@@ -23,39 +23,84 @@ a later cell collects the result and replaces the box's saved output with a stat
 shows the chart. While wait() blocks, the controls still act (see `controls`), and ■ (KeyboardInterrupt) stops the
 demo with one line.
 
-Extension points, so that a module's own demo is a configuration of this one (see `LiveDemo`): more source
-topics with their own producers and rate sliders (`sources`), sliders on knobs the configuration defines (`knobs`),
-a function called for every micro-batch from the demo's own foreachBatch (`on_batch`), panels of its own data on
-the shared time axis (`panels`), restarts after failures injected on purpose (`restart_on`), a last step that lets
-the query read everything produced (`drain`), and a few words of its own in the readout (`status`).
+Its options are split the same way: each goes to the part it configures (`StreamSettings`, `ControlPlan`,
+`RunPlan`, `ChartPlan`), which checks it before anything starts, so a notebook's call stays one flat line while
+no class takes thirty arguments. Extension points, so that a module's own demo is a configuration of this one:
+more source topics with their own producers and rate sliders (`sources`), sliders on knobs the configuration
+defines (`knobs`), a function called for every micro-batch from the demo's own foreachBatch (`on_batch`), panels of
+its own data on the shared time axis (`panels`), restarts after failures injected on purpose (`restart_on`), a last
+step that lets the query read everything produced (`drain`), and a few words of its own in the readout (`status`).
 """
 from __future__ import annotations
 
 import atexit
+import difflib
+import inspect
 import os
 import threading
 import time
 import weakref
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import MISSING, fields
 
 from streamlab.demo import settings as _settings
-from streamlab.demo.charts import CHARTS, PALETTE, RESTART_COLOR, Panel, compare, figure  # noqa: F401 - re-exported
-from streamlab.demo.controls import KNOBS, RESTARTING, Controls, Knob, answer_while_busy  # noqa: F401
-from streamlab.demo.loop import FIRST_BATCH_WAIT_S, REDRAW_EVERY_S, LiveLoop  # noqa: F401
+from streamlab.demo.charts import (CHARTS, PALETTE, RESTART_COLOR, ChartPlan, Panel, compare,  # noqa: F401 - re-exported
+                                   figure)
+from streamlab.demo.controls import (CONTROLS, KNOBS, RESTARTING, ControlPlan, Controls, Knob,  # noqa: F401
+                                     answer_while_busy)
+from streamlab.demo.loop import FIRST_BATCH_WAIT_S, REDRAW_EVERY_S, LiveLoop, RunPlan, Source  # noqa: F401
 from streamlab.demo.settings import KnobError, StreamSettings, settings_text
 from streamlab.demo.widgets import png
 from streamlab.errors import LabError
-from streamlab.lab.lifecycle import new_checkpoint
 
 GRADING_SECONDS = 12  # under the grader nobody plays: a demo runs this long after its script at most
 DEMO_SECONDS_ENV = "STREAMLAB_DEMO_SECONDS"  # the same cap where nobody plays either: a test's Run All
 COLUMNS = ("batch", "time", "rows", "cap", "duration_ms", "input_rate", "process_rate", "lag", "restart", "run",
            "trigger_s", "planned", "progress_lag", "max_behind", "tasks", "partitions", "min_partitions",
            "partitions_read")
-CONTROLS = (*KNOBS, "burst")
+PARTS = (ControlPlan, RunPlan, ChartPlan)  # the demo's parts, each with the options it takes
+STREAM_OPTIONS = {"rate": "rate", "max_offsets": "cap", "trigger_seconds": "trigger_seconds", "cost_ms": "cost_ms",
+                  "min_partitions": "min_partitions", "min_offsets": "min_offsets",
+                  "max_delay_seconds": "max_delay_seconds"}  # LiveDemo's name → StreamSettings' field
 
 _live: "weakref.WeakSet[LiveDemo]" = weakref.WeakSet()
+
+
+def plans(options: dict, settings: StreamSettings | None = None):
+    """LiveDemo's options, each handed to the part it configures: (StreamSettings, ControlPlan, RunPlan,
+    ChartPlan), every value checked; an option no part takes is refused with the nearest one's name."""
+    by_part: dict = {part: {} for part in PARTS}
+    stream: dict = {}
+    owner = {f.name: part for part in PARTS for f in fields(part)}
+    for name, value in options.items():
+        if name in STREAM_OPTIONS:
+            stream[STREAM_OPTIONS[name]] = value
+        elif name in owner:
+            by_part[owner[name]][name] = value
+        else:
+            known = [*STREAM_OPTIONS, *owner, "settings"]
+            near = difflib.get_close_matches(name, known, n=1)
+            raise KnobError(f"LiveDemo has no option {name!r}" + (f": did you mean {near[0]!r}?" if near else
+                            f"; its options: {', '.join(known)}"))
+    if settings is not None and stream:
+        raise KnobError(f"give the query's knobs either as settings=StreamSettings(...) or as options "
+                        f"({', '.join(stream)}), not both")
+    return (settings if settings is not None else StreamSettings(**stream),
+            *(part(**by_part[part]) for part in PARTS))
+
+
+def _signature() -> inspect.Signature:
+    """LiveDemo(spark, topic, *, settings, <every option with its default>): what help() and ⇧⇥ show."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    defaults = {f.name: f.default for f in fields(StreamSettings)}
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+              inspect.Parameter("spark", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+              inspect.Parameter("topic", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str),
+              inspect.Parameter("settings", keyword, default=None)]
+    params += [inspect.Parameter(name, keyword, default=defaults[key]) for name, key in STREAM_OPTIONS.items()]
+    for part in PARTS:
+        params += [inspect.Parameter(f.name, keyword, default=f.default_factory() if f.default is MISSING else f.default)
+                   for f in fields(part)]
+    return inspect.Signature(params)
 
 
 def duration_cap() -> float | None:
@@ -70,150 +115,43 @@ def duration_cap() -> float | None:
     return GRADING_SECONDS if os.environ.get("STREAMLAB_GRADING") == "1" else None
 
 
-@dataclass
-class Source:
-    """One more topic the demo's query reads, fed by its own producer (record i = `value_fn(i)`, key `key_fn(i)`),
-    with its own rate slider, labelled `label`, when "rate" is a control."""
-
-    rate: int = 100
-    value_fn: Callable | None = None
-    key_fn: Callable | None = None
-    label: str = ""
-
-
 class LiveDemo(Controls, LiveLoop):
     """Producer → Kafka → a Structured Streaming query, with controls, a one-line readout and Spark UI's charts.
 
-    The query's knobs: `rate` (records/s), `max_offsets` (maxOffsetsPerTrigger, None: no cap), `trigger_seconds`
-    (0: as fast as possible), `cost_ms` (simulated work per record), `min_partitions` (0: unset), or all of them
-    as one `settings=StreamSettings(...)`, which alone also holds `min_offsets` (minOffsetsPerTrigger, 0: unset)
-    and `max_delay_seconds` (maxTriggerDelay, 0: Spark's 15 min); a value a knob cannot take is refused at once
-    (`KnobError`, one line naming the knob). controls: which of "rate", "cap", "trigger", "cost", "partitions",
-    "min_partitions", "min_offsets", "max_delay" get a slider, plus "burst" for a burst button (of `burst`
-    records). `script` moves knobs by itself: steps `(at, knob, value)`, `(at, rate)` or `(at, "burst", n)`, `at`
-    counted in seconds after the first batch with data (or in batches with `script_in="batches"`); a person's move
-    of a knob cancels the script's later moves of it (with `script_until_touched`, the whole rest of the script).
-    The demo ends `duration` s after its first batch with data (+30 s per click), `stop_after_script` batches after
-    the last step, when the lag is at most `stop_when_caught_up` (a number, or "cap": the cap in force) once the
-    script is done, on "stop", on ■, on cleanup(), when its broker stops answering, or when the kernel exits. Then
-    its controls show the values in force and are disabled, its query and producer stopped. What later cells read:
-    `batches` (a DataFrame, one row per batch, also returned by wait()), `settings` / `values` (the knobs in force),
-    `restarts`, `samples` (broker lag at each poll), `events` (every progress event, across restarts),
-    `checkpoint`, `topic`.
+    `LiveDemo(spark, topic, **options)`: each option belongs to one part of the demo and is checked there, before
+    anything starts (a value one cannot take is a `KnobError`, one line naming it; so is an option no part has):
+    - the query's knobs (`StreamSettings`): `rate` (records/s), `max_offsets` (maxOffsetsPerTrigger, None: no cap),
+      `trigger_seconds` (0: as fast as possible), `cost_ms` (simulated work per record), `min_partitions`,
+      `min_offsets` (minOffsetsPerTrigger) and `max_delay_seconds` (maxTriggerDelay), 0 leaving each unset; or
+      all of them as one `settings=StreamSettings(...)`;
+    - what may move (`ControlPlan`, controls.py): `controls` (which of "rate", "cap", "trigger", "cost",
+      "partitions", "min_partitions", "min_offsets", "max_delay" get a slider, "burst" a button of `burst`
+      records), `knobs` (sliders on the configuration's own `Knob`s), `script`, `script_in`, `script_until_touched`;
+    - what runs and when it ends (`RunPlan`, loop.py): `duration` (s after the first batch with data; +30 s per
+      click), `starting_offsets`, `stop_after_script`, `stop_when_caught_up`, `bootstrap`, `sources`, `value_fn`,
+      `key_fn`, `label`, `on_batch`, `restart_on`, `drain`;
+    - what it draws (`ChartPlan`, charts.py): `charts`, `lag_lines`, `title`, `panels`, `status`, `show_offsets`.
 
-    Extension points (all optional; without them the demo is the one modules 0-5 use):
-    - `sources` {topic: Source}: more topics read by the same query, each fed by its own producer, with a rate
-      slider each; `value_fn` / `key_fn` / `label` make the main topic's records and name its slider.
-    - `knobs` [Knob]: sliders on the configuration's own knobs; `set(name, value)` and the script move them too.
-    - `on_batch(batch_df, batch_id)`: called for every micro-batch from the demo's own foreachBatch (instead of
-      its row count); what it raises fails the query.
-    - `panels` {name: Panel}: extra chart panels under Spark UI's, on the shared time axis, restarts marked.
-    - `restart_on` (strings): a query that fails with one of them in its error is restarted on the same checkpoint
-      at once, marked on the chart like any restart (an injected crash); Spark's log of it is silenced.
-    - `drain`: at the end, stop the producers first and let the query read all they sent (at most 60 s).
-    - `status(demo)`: a few words appended to the readout; `show_offsets`: the readout also shows the range of
-      offsets the last batch planned, read from its `offsets/N` file in the checkpoint (`offsets_text()`).
+    The demo also ends on "stop", on ■, on cleanup(), when its broker stops answering, or when the kernel exits;
+    then its controls show the values in force and are disabled, its query and producer stopped. What later cells
+    read: `batches` (a DataFrame, one row per batch, also returned by wait()), `settings` / `values` (the knobs in
+    force), `restarts`, `samples` (broker lag at each poll), `events` (every progress event, across restarts),
+    `checkpoint`, `topic`. Without the extension options (`sources`, `knobs`, `on_batch`, `panels`, `restart_on`,
+    `drain`, `status`) the demo is the one modules 0-5 use; with them, a module's own demo is a configuration of it.
     """
 
-    def __init__(self, spark, topic: str, *, rate: int = 200, max_offsets: int | None = None,
-                 trigger_seconds: float = 1.0, cost_ms: float = 0.0, min_partitions: int = 0,
-                 settings: StreamSettings | None = None,
-                 duration: float = 60.0, starting_offsets: str = "latest", controls=("rate", "cap"),
-                 burst: int = 5_000, script=(), script_in: str = "seconds", script_until_touched: bool = False,
-                 stop_after_script: int | None = None, stop_when_caught_up=None, charts=CHARTS,
-                 lag_lines: str = "partitions", title: str = "", bootstrap: str | None = None,
-                 sources: dict | None = None, value_fn: Callable | None = None, key_fn: Callable | None = None,
-                 label: str = "", knobs=(), on_batch: Callable | None = None, panels: dict | None = None,
-                 restart_on=(), drain: bool = False, status: Callable | None = None, show_offsets: bool = False):
-        # the stream's settings, checked before anything starts
-        self._settings = settings if settings is not None else StreamSettings(
-            rate=rate, cap=max_offsets, trigger_seconds=trigger_seconds, cost_ms=cost_ms,
-            min_partitions=min_partitions)
-        self.spark, self.topic, self.title = spark, topic, title
-        self.sources = dict(sources or {})
-        for name, source in self.sources.items():
-            source.rate = _settings.check_rate(source.rate, f"{source.label or name} rate")
-        self.topics = [topic, *(t for t in self.sources if t != topic)]
-        self.value_fn, self.key_fn, self.label = value_fn, key_fn, label or topic
-        self.knobs = {k.name: k for k in knobs}
-        self.knob_values = {k.name: k.value for k in knobs}  # the configuration's knobs, as last moved
-        self.on_batch, self.panels = on_batch, dict(panels or {})
-        self.restart_on, self.drain, self.status = tuple(restart_on), drain, status
-        self.show_offsets = show_offsets
-        self.bootstrap = bootstrap
-        self.duration = _settings.check_positive("duration (s)", duration)
-        if starting_offsets not in ("latest", "earliest"):
-            raise KnobError(f"startingOffsets must be 'latest' or 'earliest' here, got {starting_offsets!r}")
-        self.starting_offsets = starting_offsets
-        unknown = [c for c in controls if c not in CONTROLS]
-        if unknown:
-            raise KnobError(f"unknown control {unknown[0]!r}; one of {', '.join(CONTROLS)}")
-        self.controls = tuple(controls)
-        self.burst_size = _settings.check_positive("burst size", burst, whole=True, hi=1_000_000)
-        self.script = [tuple(step) for step in script]
-        self.script_in, self.script_until_touched = script_in, script_until_touched
-        self.stop_after_script, self.stop_when_caught_up = stop_after_script, stop_when_caught_up
-        self.charts, self.lag_lines = tuple(charts), lag_lines
-        self.checkpoint = new_checkpoint("demo")  # kept after the demo ends; cleanup() deletes it
-        # what the demo saw
-        self.history: list[dict] = []  # one plain dict per batch (the rows of `batches`)
-        self.events: list[dict] = []  # every progress event, across restarts
-        self.samples: list[dict] = []  # the broker-measured lag at each poll: {"t", "lag", "partitions"}
-        self.restarts: list[tuple[float, str]] = []  # (seconds since start, what changed)
-        self.marks: list[tuple[float, str]] = []  # bursts, script steps, the first batch
-        self.applied: list = []  # (seconds since start, script step) as the script applied them
-        self.timeline: list[tuple[float, dict]] = []  # (seconds since start, settings in force from then)
-        self.live_from: float | None = None  # seconds from start to the first batch with data
-        self.alert_text = ""
-        self.error: str | None = None
-        self.lost: str | None = None  # the line that says the broker stopped answering, if it did
-        self.ended = False
-        self.live_controls = False  # whether the controls act while another cell runs (a kernel with subshells)
+    def __init__(self, spark, topic: str, *, settings: StreamSettings | None = None, **options):
+        stream, control, run, chart = plans(options, settings)
+        self.spark, self.topic = spark, topic
+        self._settings = stream
+        self._init_loop(run)
+        self._init_controls(control)
+        self.charts, self.lag_lines, self.title, self.panels = chart.charts, chart.lag_lines, chart.title, chart.panels
+        self.status, self.show_offsets = chart.status, chart.show_offsets
         self.query = _QueryHandle(self)
-        # plumbing
-        self._lock = threading.RLock()
-        self._done = threading.Event()
-        self._wake = threading.Event()
-        self._pending_restart: list[str] = []
-        self._pending_script = sorted(self.script, key=lambda step: step[0])
-        self._check_script()
-        self._auto = False  # True while the script moves a control, so its move is not taken for a person's
-        self._touched = False
-        self._touched_knobs: set = set()
-        self._run = 0
-        self._run_stop = threading.Event()
-        self._tasks: dict = {}  # (run, batch id) -> tasks, written by foreachBatch
-        self._query = self._producer = self._consumer = self._thread = None
-        self._producers: dict = {}  # the `sources`' producers, by topic
-        self._quiet = None
-        self._t0 = self._wall0 = 0.0
-        self._position: dict = {}
-        self._seen = -1
-        self._last_draw = 0.0
-        self._probed_at, self._misses = 0.0, 0
-        self._handle = None
-        self._extra_s = 0.0
-        self._wanted: dict = {}  # restarting knobs moved, applied by the next restart
-        self._sliders: dict = {}
-        self._convert: dict = {}
-        self._buttons: list = []
-        self._widgets_made = False
-        self._stop_at_batches: int | None = None
+        self._check_script()  # needs every part: a step may move a source's rate or the configuration's own knob
 
-    def _check_script(self) -> None:
-        """Every step of the script names a knob and a value it can take (refused here, not mid-demo)."""
-        for step in self._pending_script:
-            if len(step) not in (2, 3) or not isinstance(step[0], (int, float)) or step[0] < 0:
-                raise KnobError(f"a script step is (at, knob, value), (at, rate) or (at, 'burst', n); got {step!r}")
-            if len(step) == 2:
-                _settings.check_rate(step[1])
-            elif step[1] == "burst":
-                _settings.check_positive("burst size", step[2], whole=True, hi=1_000_000)
-            elif step[1] in self.knobs or step[1] in KNOBS or step[1].removeprefix("rate:") in self.sources:
-                self.checked(step[1], step[2])
-            else:
-                raise KnobError(f"the script moves an unknown knob {step[1]!r}; one of "
-                                f"{', '.join((*KNOBS, *self.knobs, *self._rate_knobs(), 'burst'))}")
+    __init__.__signature__ = _signature()
 
     # -- what later cells read -------------------------------------------------------------------------------------
     @property

@@ -13,7 +13,10 @@ import os
 import re
 import threading
 import time
+from dataclasses import dataclass, field
+from typing import Callable
 
+from streamlab.demo import settings as _settings
 from streamlab.demo.settings import knob_text as _knob_text
 from streamlab.observe import lag as _lag
 
@@ -23,8 +26,107 @@ BROKER_PROBE_S = 2.0  # how often the loop asks whether the broker still answers
 BROKER_MISSES = 2  # failed probes in a row that end the demo (the first batch of a loaded machine can be slow)
 
 
+STARTING_OFFSETS = ("latest", "earliest")
+
+
+@dataclass
+class Source:
+    """One more topic the demo's query reads, fed by its own producer (record i = `value_fn(i)`, key `key_fn(i)`),
+    with its own rate slider, labelled `label`, when "rate" is a control."""
+
+    rate: int = 100
+    value_fn: Callable | None = None
+    key_fn: Callable | None = None
+    label: str = ""
+
+
+@dataclass
+class RunPlan:
+    """What the demo runs and when it ends.
+
+    The query reads the main topic from `starting_offsets` ("latest" or "earliest") on `bootstrap` (None: the
+    lab's broker), fed by a producer whose record i is `value_fn(i)`, key `key_fn(i)`, its slider labelled `label`;
+    `sources` {topic: Source} adds topics read by the same query, each with its own producer. `on_batch(batch_df,
+    batch_id)` runs for every micro-batch in the demo's own foreachBatch (what it raises fails the query), and a
+    failure whose error holds one of `restart_on` restarts the query on its checkpoint at once (an injected crash).
+    The demo ends `duration` s after its first batch with data, `stop_after_script` batches after the script's last
+    step, or once the script is done and the lag is at most `stop_when_caught_up` (a number, or "cap": the cap in
+    force); with `drain` the producers stop first and the query reads all they sent (60 s at most)."""
+
+    duration: float = 60.0
+    starting_offsets: str = "latest"
+    stop_after_script: int | None = None
+    stop_when_caught_up: int | str | None = None
+    bootstrap: str | None = None
+    sources: dict = field(default_factory=dict)
+    value_fn: Callable | None = None
+    key_fn: Callable | None = None
+    label: str = ""
+    on_batch: Callable | None = None
+    restart_on: tuple = ()
+    drain: bool = False
+
+    def __post_init__(self):
+        self.duration = _settings.check_positive("duration (s)", self.duration)
+        if self.starting_offsets not in STARTING_OFFSETS:
+            raise _settings.KnobError(f"startingOffsets must be 'latest' or 'earliest' here, got "
+                                      f"{self.starting_offsets!r}")
+        if self.stop_after_script is not None:
+            self.stop_after_script = _settings.check_positive("stop_after_script (batches)", self.stop_after_script,
+                                                              whole=True, hi=10_000)
+        if self.stop_when_caught_up not in (None, "cap"):
+            self.stop_when_caught_up = _settings.check_positive("stop_when_caught_up (records)",
+                                                                self.stop_when_caught_up, whole=True, hi=10_000_000)
+        self.sources = dict(self.sources or {})
+        for name, source in self.sources.items():
+            source.rate = _settings.check_rate(source.rate, f"{source.label or name} rate")
+        self.restart_on = tuple(self.restart_on)
+
+
 class LiveLoop:
     """The producers, the query and the polling thread of a `LiveDemo` (a mixin: the state lives on the demo)."""
+
+    def _init_loop(self, plan: RunPlan) -> None:
+        """The loop's part of the demo's state: what it runs, what it saw, and the threads' plumbing."""
+        from streamlab.lab.lifecycle import new_checkpoint
+
+        self.duration, self.starting_offsets, self.bootstrap = plan.duration, plan.starting_offsets, plan.bootstrap
+        self.stop_after_script, self.stop_when_caught_up = plan.stop_after_script, plan.stop_when_caught_up
+        self.sources = plan.sources
+        self.topics = [self.topic, *(t for t in self.sources if t != self.topic)]
+        self.value_fn, self.key_fn, self.label = plan.value_fn, plan.key_fn, plan.label or self.topic
+        self.on_batch, self.restart_on, self.drain = plan.on_batch, plan.restart_on, plan.drain
+        self.checkpoint = new_checkpoint("demo")  # kept after the demo ends; cleanup() deletes it
+        # what the demo saw
+        self.history: list[dict] = []  # one plain dict per batch (the rows of `batches`)
+        self.events: list[dict] = []  # every progress event, across restarts
+        self.samples: list[dict] = []  # the broker-measured lag at each poll: {"t", "lag", "partitions"}
+        self.restarts: list[tuple[float, str]] = []  # (seconds since start, what changed)
+        self.marks: list[tuple[float, str]] = []  # bursts, script steps, the first batch
+        self.applied: list = []  # (seconds since start, script step) as the script applied them
+        self.timeline: list[tuple[float, dict]] = []  # (seconds since start, settings in force from then)
+        self.live_from: float | None = None  # seconds from start to the first batch with data
+        self.error: str | None = None
+        self.lost: str | None = None  # the line that says the broker stopped answering, if it did
+        self.ended = False
+        # plumbing
+        self._lock = threading.RLock()
+        self._done = threading.Event()
+        self._wake = threading.Event()
+        self._pending_restart: list[str] = []
+        self._run = 0
+        self._run_stop = threading.Event()
+        self._tasks: dict = {}  # (run, batch id) -> tasks, written by foreachBatch
+        self._query = self._producer = self._consumer = self._thread = None
+        self._producers: dict = {}  # the `sources`' producers, by topic
+        self._quiet = None
+        self._t0 = self._wall0 = 0.0
+        self._position: dict = {}
+        self._seen = -1
+        self._last_draw = 0.0
+        self._probed_at, self._misses = 0.0, 0
+        self._extra_s = 0.0
+        self._stop_at_batches: int | None = None
 
     def _new_producer(self):
         from streamlab.lab.producer import BackgroundProducer

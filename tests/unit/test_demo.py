@@ -236,6 +236,37 @@ def test_a_bad_cap_rate_or_trigger_is_refused_at_once_naming_the_knob():
     assert LiveDemo(None, "t", max_offsets=0).settings["cap"] is None, "0 means no cap, as the slider says"
 
 
+def test_each_option_goes_to_the_part_it_configures_and_a_typo_is_named_with_the_nearest_option():
+    """Issue 15.5: LiveDemo's options are split by what they configure (the query's knobs, what may move, what runs,
+    what it draws), each checked by its part before anything starts; help() still lists every option."""
+    import inspect
+
+    from streamlab.demo import KnobError
+    from streamlab.demo.live import ChartPlan, ControlPlan, RunPlan, StreamSettings, plans
+
+    stream, control, run, chart = plans({"max_offsets": 300, "controls": ("cap",), "burst": 700, "duration": 9,
+                                         "starting_offsets": "earliest", "charts": ("rows",), "title": "t"})
+    assert (type(stream), type(control), type(run), type(chart)) == (StreamSettings, ControlPlan, RunPlan, ChartPlan)
+    assert (stream.cap, control.controls, control.burst, run.duration, run.starting_offsets, chart.charts) == (
+        300, ("cap",), 700, 9, "earliest", ("rows",))
+    with pytest.raises(KnobError, match="no option 'max_offset': did you mean 'max_offsets'"):
+        LiveDemo(None, "t", max_offset=300)
+    with pytest.raises(KnobError, match="either as settings=StreamSettings"):
+        LiveDemo(None, "t", settings=StreamSettings(rate=10), rate=20)
+    for kwargs, refused in (({"script_in": "minutes"}, "script_in"), ({"charts": ("latency",)}, "unknown chart"),
+                            ({"lag_lines": "each"}, "lag_lines"), ({"starting_offsets": "2024"}, "startingOffsets"),
+                            ({"stop_when_caught_up": -3}, "stop_when_caught_up"), ({"duration": -1}, "duration")):
+        with pytest.raises(KnobError, match=refused):
+            LiveDemo(None, "t", **kwargs)
+    demo = LiveDemo(None, "t", settings=StreamSettings(rate=10, cap=50), charts=("rows", "mine"),
+                    panels={"mine": object()}, duration=5)
+    assert (demo.rate, demo.max_offsets, demo.duration, demo.charts) == (10, 50, 5, ("rows", "mine"))
+    shown = inspect.signature(LiveDemo)
+    for option in ("rate", "max_offsets", "controls", "script", "duration", "sources", "charts", "show_offsets"):
+        assert shown.parameters[option].kind is inspect.Parameter.KEYWORD_ONLY, option
+    assert shown.parameters["max_offsets"].default is None and shown.parameters["duration"].default == 60.0
+
+
 def test_set_refuses_a_bad_value_in_one_line_and_the_demo_runs_on(demo):
     from streamlab.demo import KnobError
 
