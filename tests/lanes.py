@@ -2,10 +2,10 @@
 
 Most of the suite waits: for trigger intervals, for demos that run for seconds, for a container image to build,
 for a killed broker to come back. Lane 1 is the course itself on the lab's broker (unit, integration, faults,
-notebooks). Lane 2 is the three labs that bring their own engines, one after another: the compose lab on podman,
-the cluster lab (three brokers, a Spark Master and two Workers) and the workshop hub, and then the browser tests,
-which serve a JupyterLab of their own (there to balance the lanes: in the rehearsal of 617da51 lane 1 took 34.5 min,
-lane 2 39 with them; in lane 1 they would make it 39.5).
+notebooks, and the learner's loop in the browser, tests/browser/test_learner_loop.py). Lane 2 is the three labs
+that bring their own engines, one after another: the compose lab on podman, the cluster lab (three brokers, a Spark
+Master and two Workers) and the workshop hub, and then the other browser tests, which serve a JupyterLab of their
+own (there to balance the lanes: in the rehearsal of 617da51 lane 1 took 34.5 min, lane 2 39 with them).
 Lane 2 runs on a broker port and cluster ports of their own (each + 300), so that neither lane ever stops a broker
 or a cluster the other uses.
 
@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-LANE_2 = ["tests/docker", "tests/cluster", "tests/workshop", "tests/browser"]
+LANE_2 = ["tests/docker", "tests/cluster", "tests/workshop", "tests/browser/test_lab_browser.py"]
 LANE_2_OFFSET = 300  # lane 2's broker and cluster ports: lane 1's + 300 (its cluster: 9292..9297)
 
 
@@ -35,7 +35,7 @@ def lane_1() -> list[str]:
 
 
 def lane_2() -> list[tuple[str, list[str]]]:
-    """The labs with their own engines, then the browser tests, in the order they run."""
+    """The labs with their own engines, then the other browser tests, in the order they run."""
     return [(path, PYTEST + ["--durations=10", path]) for path in LANE_2]
 
 

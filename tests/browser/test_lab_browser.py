@@ -1,148 +1,33 @@
-"""JupyterLab in headless Chromium: module 3's producer-rate slider moves the lag chart and readout.
+"""JupyterLab in headless Chromium: the controls of modules 3 and 4 run cell by cell, the token, and the checks.
 
-Widgets that work headless can still fail in a real browser, and live updates from a running query are
-fragile, so this drives the real thing: JupyterLab on 127.0.0.1 with a token, Debian's Chromium through
-Playwright, the released module 3 notebook. Screenshots land in test-results/browser/.
+Module 3's producer-rate slider moves the lag chart and readout; module 4's cap slider restarts the query and the
+new cap holds; "Check my work" and the README's terminal command grade module 0. Served and driven as `labpage`
+says; the learner's loop under Run All, per notebook, is test_learner_loop.py.
 """
 from __future__ import annotations
 
-import os
 import re
-import secrets
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
+from labpage import RESULTS, ROOT, notebook_page, run_cells_through, status_of, type_into_slider
 
-ROOT = Path(__file__).resolve().parents[2]
 MODULE = "03-consumer-lag"
 CHECKED = "00-setup"  # the in-notebook check is tried here: its grading is the shortest
-RESULTS = ROOT / "test-results" / "browser"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-if CHROMIUM is None:
-    if os.environ.get("CI") == "true":
-        pytest.fail("Chromium is missing in CI: `make test` installs Debian's chromium package", pytrace=False)
-    pytest.skip("Chromium is not installed (apt-get install chromium); the browser test needs it",
-                allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
-            return resp.status
-    except urllib.error.HTTPError as err:
-        return err.code
-    except (urllib.error.URLError, OSError):
-        return 0  # not listening yet
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory, bootstrap):
-    """JupyterLab serving copies of modules 0 and 3, on 127.0.0.1 with a random token."""
-    # Laid out as the course is: `make lab` serves notebooks/ and runs in the course folder, where its terminals open.
-    work = tmp_path_factory.mktemp("lab")
-    for module in (MODULE, CHECKED, "04-backpressure"):
-        shutil.copytree(ROOT / "notebooks" / module, work / "notebooks" / module)
-    (work / ".venv").symlink_to(ROOT / ".venv")  # the README's command runs .venv/bin/python from the course folder
-    port, token = _free_port(), secrets.token_hex(16)
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
-           "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work / 'notebooks'}",
-           "--LabApp.expose_app_in_browser=True"] + (["--allow-root"] if os.geteuid() == 0 else [])
-    log = open(work / "jupyter.log", "wb")
-    from streamlab.__main__ import _learner_jupyter_config
-
-    # The learner's lab as `make lab` configures it (nbgrader's instructor panels off).
-    # Its own workspace folder: the learner config keeps workspaces, and an earlier run's tabs must not reopen.
-    venv_bin = str(Path(sys.executable).parent)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(_learner_jupyter_config()),
-               JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"),
-               # as `make lab` gives its terminals the course's environment
-               VIRTUAL_ENV=str(Path(venv_bin).parent), PATH=venv_bin + os.pathsep + os.environ.get("PATH", ""))
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180  # a shared 2-core machine under load can take a minute and more
-    while _get(f"{base}/api/status?token={token}") != 200:
-        assert proc.poll() is None, f"JupyterLab exited: {(work / 'jupyter.log').read_text()[-2000:]}"
-        assert time.monotonic() < deadline, "JupyterLab did not answer within 180 s"
-        time.sleep(0.5)
-    yield base, token
-    proc.terminate()
-    try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+BACKPRESSURE = "04-backpressure"
+NOTEBOOKS = [MODULE, CHECKED, BACKPRESSURE]
 
 
 def test_lab_requires_its_token(lab):
     """Without the token the server refuses API calls."""
     base, token = lab
-    assert _get(f"{base}/api/contents") == 403, "JupyterLab answered without its token"
-    assert _get(f"{base}/api/contents?token={token}") == 200
-
-
-@contextmanager
-def _notebook_page(base: str, token: str, module: str, failure_png: str):
-    """Chromium on `module`'s notebook in the lab, idle; a full-page screenshot when the block fails."""
-    from playwright.sync_api import sync_playwright
-
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            page.goto(f"{base}/lab/tree/{module}/{module}.ipynb?token={token}")
-            page.wait_for_function("window.jupyterapp && document.querySelector('.jp-Notebook')", timeout=60_000)
-            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
-            yield page
-        except Exception:
-            page.screenshot(path=str(RESULTS / failure_png), full_page=True)
-            raise
-        finally:
-            browser.close()
-
-
-def _run_cells_through(page, last: int) -> None:
-    """Run the open notebook's cells 0..last one by one, each awaited ("run all above" can fire before the kernel is
-    ready and do nothing)."""
-    page.evaluate("""async (last) => {
-        const app = window.jupyterapp, panel = app.shell.currentWidget, nb = panel.content;
-        await panel.sessionContext.ready;
-        app.shell.activateById(panel.id);
-        for (let i = 0; i <= last; i++) {
-            nb.activeCellIndex = i;
-            await app.commands.execute('notebook:run-cell');
-        } }""", last)
-
-
-def _type_into_slider(slider, value: int) -> None:
-    """Set an ipywidgets slider as a learner would: type into its readout and press Enter (one change)."""
-    box = slider.locator(".widget-readout")
-    box.click()
-    box.press("Control+a")
-    box.type(str(value))
-    box.press("Enter")
+    assert status_of(f"{base}/api/contents") == 403, "JupyterLab answered without its token"
+    assert status_of(f"{base}/api/contents?token={token}") == 200
 
 
 def test_producer_slider_moves_lag_chart_and_readout(lab):
     """Moving the producer-rate slider while the demo runs changes the readout and redraws the chart."""
     base, token = lab
-    with _notebook_page(base, token, MODULE, "failure.png") as page:
+    with notebook_page(base, token, MODULE, "failure.png") as page:
         menus = page.locator(".lm-MenuBar-itemLabel").all_text_contents()
         assert "Nbgrader" not in menus, f"nbgrader's instructor menu shows in the learner's lab: {menus}"
         assert page.locator("text=Create Assignment").count() == 0, "nbgrader's Create Assignment panel shows"
@@ -152,7 +37,7 @@ def test_producer_slider_moves_lag_chart_and_readout(lab):
             c => /Demo\\(/.test(c.model.sharedModel.getSource()) && /\\.start\\(\\)/.test(c.model.sharedModel.getSource()))"""
         page.wait_for_function(f"() => ({first_demo})() > 0", timeout=60_000)  # cells load after the panel
         index = page.evaluate(first_demo)
-        _run_cells_through(page, index)
+        run_cells_through(page, index)
         readout = page.locator(".widget-html-content code").first
         readout.wait_for(timeout=120_000)
         page.wait_for_function(
@@ -161,7 +46,7 @@ def test_producer_slider_moves_lag_chart_and_readout(lab):
         chart = page.locator(".widget-image").first
         before_src, before_text = chart.get_attribute("src"), readout.text_content()
         page.screenshot(path=str(RESULTS / "before-slider.png"))
-        _type_into_slider(page.locator(".widget-slider", has_text="producer rate").first, 4000)
+        type_into_slider(page.locator(".widget-slider", has_text="producer rate").first, 4000)
         page.wait_for_function(
             "() => document.querySelector('.widget-html-content code').textContent"
             ".includes('producer 4000 rec/s')", timeout=30_000)
@@ -193,7 +78,7 @@ def _lag(readout: str) -> int:
 def test_check_button_saves_and_grades_the_open_notebook(lab):
     """Answer an exercise without saving, click "Check my work": the notebook is saved and the score counts it."""
     base, token = lab
-    with _notebook_page(base, token, CHECKED, "check-failure.png") as page:
+    with notebook_page(base, token, CHECKED, "check-failure.png") as page:
         # JupyterLab restores the earlier test's tabs too: find this notebook's panel by its path.
         find = f"""() => Array.from(window.jupyterapp.shell.widgets('main')).find(
             w => w.context && w.context.path.endsWith('{CHECKED}.ipynb'))"""
@@ -224,7 +109,7 @@ def test_readme_check_command_in_jupyterlab_terminal(lab):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     command = f".venv/bin/python -m grader check notebooks/{CHECKED}/{CHECKED}.ipynb"
     assert command in readme, "the README no longer gives the terminal command this test runs"
-    with _notebook_page(base, token, CHECKED, "terminal-failure.png") as page:
+    with notebook_page(base, token, CHECKED, "terminal-failure.png") as page:
         # Activated explicitly: the notebook opened by the URL can finish loading after the terminal and take focus.
         page.evaluate("""async () => { const app = window.jupyterapp;
             const term = await app.commands.execute('terminal:create-new'); app.shell.activateById(term.id);
@@ -253,24 +138,23 @@ def test_readme_check_command_in_jupyterlab_terminal(lab):
     assert "ex1_four_batches" in text and "score:" in text
 
 
-BACKPRESSURE = "04-backpressure"
 
 
 def test_cap_slider_restarts_the_query_and_the_new_cap_holds(lab):
     """Module 4's control panel: moving the cap slider restarts the running query on its checkpoint, and a batch
     planned after the restart honours the new cap within about 1.5 trigger intervals (1 s here)."""
     base, token = lab
-    with _notebook_page(base, token, BACKPRESSURE, "cap-failure.png") as page:
+    with notebook_page(base, token, BACKPRESSURE, "cap-failure.png") as page:
         panel_cell = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
             c => /^panel = LiveDemo\\(/.test(c.model.sharedModel.getSource()))"""
         page.wait_for_function(f"() => ({panel_cell})() > 0", timeout=60_000)
         index = page.evaluate(panel_cell)
-        _run_cells_through(page, index)
+        run_cells_through(page, index)
         # The panel is the notebook's last widget box so far; its readout is the last one on the page.
         readout = "Array.from(document.querySelectorAll('.widget-html-content code')).pop().textContent"
         page.wait_for_function(f"() => /cap 2000 ·.* batches [3-9]/.test({readout})", timeout=180_000)
         page.screenshot(path=str(RESULTS / "cap-before.png"))
-        _type_into_slider(page.locator(".widget-slider", has_text="maxOffsetsPerTrigger").last, 300)
+        type_into_slider(page.locator(".widget-slider", has_text="maxOffsetsPerTrigger").last, 300)
         page.wait_for_function(f"() => ({readout}).includes('cap 300')", timeout=30_000)
         page.wait_for_timeout(6_000)  # a few batches of the restarted query
         page.screenshot(path=str(RESULTS / "cap-after.png"))
@@ -288,49 +172,3 @@ def test_cap_slider_restarts_the_query_and_the_new_cap_holds(lab):
     assert any("cap 300" in text for _, text in state["restarts"]), f"no restart with the new cap: {state}"
     assert state["honoured_after"] is not None, f"no batch honoured the new cap: {state}"
     assert state["honoured_after"] <= 1.5 * state["trigger"] + 0.5, f"the new cap took too long: {state}"
-
-
-@pytest.mark.timeout(900)  # Run All starts Spark and runs module 3 up to its first demo
-def test_under_run_all_a_slider_acts_while_the_wait_cell_runs(lab):
-    """Issue 16.1: Run All, then move the producer rate while the next cell (`wait()`) keeps the kernel busy: the
-    demo applies it within seconds (the readout says so, the chart is redrawn), not after the cell. ■ then stops
-    the demo with one line, not a traceback."""
-    base, token = lab
-    with _notebook_page(base, token, MODULE, "run-all-failure.png") as page:
-        first_demo = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
-            c => /Demo\\(/.test(c.model.sharedModel.getSource())
-                 && /\\.start\\(\\)/.test(c.model.sharedModel.getSource()))"""
-        page.wait_for_function(f"() => ({first_demo})() > 0", timeout=60_000)
-        index = page.evaluate(first_demo)
-        page.evaluate("""async () => { const app = window.jupyterapp, panel = app.shell.currentWidget;
-            await panel.sessionContext.ready; app.shell.activateById(panel.id);
-            app.commands.execute('notebook:run-all-cells'); }""")
-        readout = "((document.querySelector('.widget-html-content code') || {}).textContent || '')"
-        page.wait_for_function(f"() => /batches [1-9]/.test({readout})", timeout=400_000)
-        # the cell after the demo (wait()) is running: the kernel is busy, the demo is not over
-        busy = """(i) => { const c = window.jupyterapp.shell.currentWidget.content.widgets[i + 1];
-            return c.model.executionState === 'running' || c.promptNode.textContent.includes('*'); }"""
-        assert page.evaluate(busy, index), "the wait() cell is not running: the test would not prove anything"
-        chart = page.locator(".widget-image").first
-        before_src = chart.get_attribute("src")
-        page.screenshot(path=str(RESULTS / "run-all-before-move.png"))
-        moved = time.monotonic()
-        _type_into_slider(page.locator(".widget-slider", has_text="producer rate").first, 3000)
-        page.wait_for_function(f"() => {readout}.includes('producer 3000 rec/s')", timeout=30_000)
-        readout_s = time.monotonic() - moved
-        page.wait_for_function("(src) => document.querySelector('.widget-image').getAttribute('src') !== src",
-                               arg=before_src, timeout=30_000)
-        chart_s = time.monotonic() - moved
-        still_busy = page.evaluate(busy, index)
-        page.screenshot(path=str(RESULTS / "run-all-after-move.png"))
-        print(f"slider move -> readout {readout_s:.2f} s, -> chart redrawn {chart_s:.2f} s (wait() cell busy)")
-        # ■: the demo stops, and the wait() cell says so in one line
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
-        page.wait_for_function("(i) => /interrupted and stopped/.test(window.jupyterapp.shell.currentWidget.content"
-                               ".widgets[i + 1].outputArea.node.textContent)", arg=index, timeout=120_000)
-        out = page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i + 1].outputArea.node"
-                            ".innerText", index)
-        page.wait_for_function(f"() => {readout}.includes('ended')", timeout=60_000)
-        page.screenshot(path=str(RESULTS / "run-all-interrupted.png"))
-    assert still_busy, "the wait() cell had ended before the move was applied"  # how fast: make bench
-    assert "Traceback" not in out and "ZMQError" not in out and len(out.strip().splitlines()) <= 2, out

@@ -1,0 +1,90 @@
+"""The learner's loop in JupyterLab, per notebook (issue 16.7): Run All, a control moved while the demo runs and
+the next cell (`wait()`) keeps the kernel busy, seen applied in the readout and on the chart, then ■.
+
+One JupyterLab of its own, in lane 1 of `make test` (tests/lanes.py): the other browser tests run in lane 2.
+"""
+from __future__ import annotations
+
+import time
+
+import pytest
+from labpage import RESULTS, ask_kernel, end_sessions, notebook_page, type_into_slider
+
+# The learner's loop of issue 16.7 in each notebook with a live demo whose controls nothing else here drives:
+# (module, the demo's variable, the slider's label, the value typed, what the readout then says, a Python test of
+# what the demo applied: a mark on its chart or a restart with the new value).
+LOOPS = {
+    "03-consumer-lag": ("live", "producer rate", 3000, "producer 3000 rec/s",
+                        "any('3000/s' in t for _, t in live.marks)"),
+    "02-offset-tracking": ("ranges", "maxOffsetsPerTrigger", 100, "cap 100",
+                           "any('cap 100' in t for _, t in ranges.restarts)"),
+    "05-rate-limiting": ("sizing['too low (300)']", "maxOffsetsPerTrigger", 600, "cap 600",
+                         "any('cap 600' in t for _, t in sizing['too low (300)'].restarts)"),
+    "06-multi-topic": ("demo", "malformed messages", 45, "malformed messages 45",
+                       "any(t == 'malformed 45' for _, t in demo.marks) and demo.knob_values['malformed'] == 45"),
+    "07-sinks-exactly-once": ("crash", "crash every N batches", 0, "crash every N batches 0",
+                              "any(t == 'crash every 0' for _, t in crash.marks) and crash.hook.every == 0"),
+}
+NOTEBOOKS = list(LOOPS)  # what this file's JupyterLab serves (conftest.py)
+
+
+@pytest.mark.timeout(900)  # Run All starts Spark and runs the notebook up to its first demo
+@pytest.mark.parametrize("module", list(LOOPS))
+def test_under_run_all_a_control_acts_while_the_wait_cell_runs(lab, module):
+    """Issue 16.1 and 16.7, per notebook: Run All, then move a control while the next cell (`wait()`) keeps the
+    kernel busy: the demo applies it within seconds (the readout says so, the chart is redrawn and marks it), not
+    after the cell. ■ then stops the demo with one line, not a traceback."""
+    name, label, value, shown, applied = LOOPS[module]
+    base, token = lab
+    end_sessions(base, token)  # the last notebook's kernel: this one starts from a fresh one, alone
+    with notebook_page(base, token, module, f"run-all-{module}-failure.png", workspace=f"loop-{module[:2]}") as page:
+        first_demo = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
+            c => /Demo\\(/.test(c.model.sharedModel.getSource())
+                 && /\\.start\\(\\)/.test(c.model.sharedModel.getSource()))"""
+        page.wait_for_function(f"() => ({first_demo})() > 0", timeout=60_000)
+        index = page.evaluate(first_demo)
+        # the demo cell's own output: other cells of the notebook have widgets too
+        page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node"
+                      ".setAttribute('data-course-demo', '1')", index)
+        run_all = time.monotonic()
+        page.evaluate("""async () => { const app = window.jupyterapp, panel = app.shell.currentWidget;
+            await panel.sessionContext.ready; app.shell.activateById(panel.id);
+            app.commands.execute('notebook:run-all-cells'); }""")
+        readout = ("((document.querySelector('[data-course-demo] .widget-html-content code') || {}).textContent"
+                   " || '')")
+        # " · batches N": the demo's batch count, not a knob's name such as "crash every N batches 2"
+        page.wait_for_function(f"() => / · batches [1-9]/.test({readout})", timeout=400_000)
+        first_batch_s = time.monotonic() - run_all
+        # the cell after the demo (wait()) is running: the kernel is busy, the demo is not over
+        busy = """(i) => { const c = window.jupyterapp.shell.currentWidget.content.widgets[i + 1];
+            return c.model.executionState === 'running' || c.promptNode.textContent.includes('*'); }"""
+        assert page.evaluate(busy, index), "the wait() cell is not running: the test would not prove anything"
+        page.locator("[data-course-demo] .widget-image").first.scroll_into_view_if_needed()  # for the screenshots
+        chart = page.locator("[data-course-demo] .widget-image").first
+        before_src = chart.get_attribute("src")
+        page.screenshot(path=str(RESULTS / f"run-all-{module}-before-move.png"))
+        moved = time.monotonic()
+        type_into_slider(page.locator("[data-course-demo] .widget-slider", has_text=label).first, value)
+        page.wait_for_function(f"(text) => {readout}.includes(text)", arg=shown, timeout=30_000)
+        readout_s = time.monotonic() - moved
+        page.wait_for_function("(src) => document.querySelector('[data-course-demo] .widget-image')"
+                               ".getAttribute('src') !== src", arg=before_src, timeout=30_000)
+        chart_s = time.monotonic() - moved
+        still_busy = page.evaluate(busy, index)
+        page.screenshot(path=str(RESULTS / f"run-all-{module}-after-move.png"))
+        print(f"{module}: Run All -> first live batch {first_batch_s:.1f} s; move -> readout {readout_s:.2f} s, "
+              f"-> chart redrawn {chart_s:.2f} s (wait() cell busy)")
+        # ■: the demo stops, and the wait() cell says so in one line
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
+        page.wait_for_function("(i) => /interrupted and stopped/.test(window.jupyterapp.shell.currentWidget.content"
+                               ".widgets[i + 1].outputArea.node.textContent)", arg=index, timeout=120_000)
+        out = page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i + 1].outputArea.node"
+                            ".innerText", index)
+        page.wait_for_function(f"() => {readout}.includes('ended')", timeout=60_000)
+        page.screenshot(path=str(RESULTS / f"run-all-{module}-interrupted.png"))
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
+        verdict = ask_kernel(page, f"print(bool({applied}))")
+        end_sessions(base, token)  # each notebook's kernel holds a Spark JVM: one at a time on 2 cores
+    assert still_busy, "the wait() cell had ended before the move was applied"  # how fast: make bench
+    assert verdict.strip() == "True", f"{name} did not apply the move ({applied}): {verdict!r}"
+    assert "Traceback" not in out and "ZMQError" not in out and len(out.strip().splitlines()) <= 2, out
