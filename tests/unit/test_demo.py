@@ -439,3 +439,20 @@ def test_the_poller_collects_every_batch_that_ended_between_two_looks(demo):
     demo._collect(query)
     demo._collect(query)  # nothing new: nothing added twice
     assert [e["batchId"] for e in demo.events] == [0, 1, 2, 3]
+
+
+def test_the_chart_backs_off_when_drawing_is_slow(demo, monkeypatch):
+    """A redraw that took long (a busy machine) spaces the next ones out: drawing never takes more than DRAW_SHARE
+    of the demo's time; a quick one keeps the once-a-second chart."""
+    from streamlab.demo import loop
+
+    assert loop.redraw_interval(0.1) == loop.REDRAW_EVERY_S
+    assert loop.redraw_interval(0.6) == pytest.approx(0.6 / loop.DRAW_SHARE)
+    monkeypatch.delenv("STREAMLAB_GRADING", raising=False)
+    monkeypatch.setattr(demo, "png", lambda: time.sleep(0.5) or b"png")
+    monkeypatch.setattr(demo, "_collect", lambda query: None)
+    monkeypatch.setattr(demo, "_sample", lambda now: 0)
+    monkeypatch.setattr(demo, "_over", lambda now, lag: True)  # one pass of the loop
+    demo._poll()
+    assert demo._image.value == b"png"
+    assert demo._draw_every >= 0.5 / loop.DRAW_SHARE, "a slow draw did not space the next one out"
