@@ -22,7 +22,8 @@ from streamlab.observe import lag as _lag
 
 FIRST_BATCH_WAIT_S = 90  # how long a demo waits for its first batch before its own duration starts
 REDRAW_EVERY_S = 1.0  # the chart is redrawn at most once a second...
-DRAW_SHARE = 0.25  # ...and for at most a quarter of the time: a PNG costs 0.15-0.5 s, more on a busy hub
+DRAW_SHARE = 1 / 3  # ...and for at most a third of the time: a PNG costs 0.15-0.5 s, more on a busy hub...
+REDRAW_AT_MOST_S = 2.0  # ...but never less often than this (a kernel's first draw also imports matplotlib)
 BROKER_PROBE_S = 2.0  # how often the loop asks whether the broker still answers
 BROKER_MISSES = 2  # failed probes in a row that end the demo (the first batch of a loaded machine can be slow)
 
@@ -32,8 +33,9 @@ STARTING_OFFSETS = ("latest", "earliest")
 
 def redraw_interval(draw_seconds: float) -> float:
     """Seconds until the next redraw after one that took `draw_seconds`: the chart backs off when drawing is slow
-    (a loaded machine, a hub of many learners) so that it never takes more than DRAW_SHARE of the time."""
-    return max(REDRAW_EVERY_S, draw_seconds / DRAW_SHARE)
+    (a loaded machine, a hub of many learners) so that it takes at most DRAW_SHARE of the time, up to a redraw
+    every REDRAW_AT_MOST_S."""
+    return min(REDRAW_AT_MOST_S, max(REDRAW_EVERY_S, draw_seconds / DRAW_SHARE))
 
 
 @dataclass

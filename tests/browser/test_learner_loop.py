@@ -6,24 +6,43 @@ One JupyterLab of its own, in lane 1 of `make test` (tests/lanes.py): the other 
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import pytest
 from labpage import RESULTS, ask_kernel, end_sessions, notebook_page, type_into_slider
 
-# The learner's loop of issue 16.7 in each notebook with a live demo whose controls nothing else here drives:
-# (module, the demo's variable, the slider's label, the value typed, what the readout then says, a Python test of
-# what the demo applied: a mark on its chart or a restart with the new value).
+
+class Loop(NamedTuple):
+    """One notebook's loop: the demo's variable, the slider's label, the value typed, what the readout then says,
+    a Python test of what the demo applied (a mark on its chart, or a restart with the new value), and the demo's
+    cell (a JavaScript regular expression; the cell must also call `.start()`)."""
+
+    demo: str
+    slider: str
+    value: int
+    shown: str
+    applied: str
+    cell: str = r"Demo\("
+
+
+# Every notebook with a live demo (08 has none; module 9's runs on the cluster: tests/cluster).
 LOOPS = {
-    "03-consumer-lag": ("live", "producer rate", 3000, "producer 3000 rec/s",
-                        "any('3000/s' in t for _, t in live.marks)"),
-    "02-offset-tracking": ("ranges", "maxOffsetsPerTrigger", 100, "cap 100",
-                           "any('cap 100' in t for _, t in ranges.restarts)"),
-    "05-rate-limiting": ("sizing['too low (300)']", "maxOffsetsPerTrigger", 600, "cap 600",
-                         "any('cap 600' in t for _, t in sizing['too low (300)'].restarts)"),
-    "06-multi-topic": ("demo", "malformed messages", 45, "malformed messages 45",
-                       "any(t == 'malformed 45' for _, t in demo.marks) and demo.knob_values['malformed'] == 45"),
-    "07-sinks-exactly-once": ("crash", "crash every N batches", 0, "crash every N batches 0",
-                              "any(t == 'crash every 0' for _, t in crash.marks) and crash.hook.every == 0"),
+    "00-setup": Loop("live", "producer rate", 2000, "producer 2000 rec/s",
+                     "any('2000/s' in t for _, t in live.marks)"),
+    "01-source-internals": Loop("demo", "topic partitions", 6, "partitions 6",
+                                "any(t == '6 partitions' for _, t in demo.marks)"),
+    "02-offset-tracking": Loop("ranges", "maxOffsetsPerTrigger", 100, "cap 100",
+                               "any('cap 100' in t for _, t in ranges.restarts)"),
+    "03-consumer-lag": Loop("live", "producer rate", 3000, "producer 3000 rec/s",
+                            "any('3000/s' in t for _, t in live.marks)"),
+    "04-backpressure": Loop("panel", "maxOffsetsPerTrigger", 300, "cap 300",
+                            "any('cap 300' in t for _, t in panel.restarts)", cell=r"^panel = LiveDemo\("),
+    "05-rate-limiting": Loop("sizing['too low (300)']", "maxOffsetsPerTrigger", 600, "cap 600",
+                             "any('cap 600' in t for _, t in sizing['too low (300)'].restarts)"),
+    "06-multi-topic": Loop("demo", "malformed messages", 45, "malformed messages 45",
+                           "any(t == 'malformed 45' for _, t in demo.marks) and demo.knob_values['malformed'] == 45"),
+    "07-sinks-exactly-once": Loop("crash", "crash every N batches", 0, "crash every N batches 0",
+                                  "any(t == 'crash every 0' for _, t in crash.marks) and crash.hook.every == 0"),
 }
 NOTEBOOKS = list(LOOPS)  # what this file's JupyterLab serves (conftest.py)
 
@@ -34,15 +53,15 @@ def test_under_run_all_a_control_acts_while_the_wait_cell_runs(lab, module):
     """Issue 16.1 and 16.7, per notebook: Run All, then move a control while the next cell (`wait()`) keeps the
     kernel busy: the demo applies it within seconds (the readout says so, the chart is redrawn and marks it), not
     after the cell. ■ then stops the demo with one line, not a traceback."""
-    name, label, value, shown, applied = LOOPS[module]
+    name, label, value, shown, applied, cell = LOOPS[module]
     base, token = lab
     end_sessions(base, token)  # the last notebook's kernel: this one starts from a fresh one, alone
     with notebook_page(base, token, module, f"run-all-{module}-failure.png", workspace=f"loop-{module[:2]}") as page:
-        first_demo = """() => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
-            c => /Demo\\(/.test(c.model.sharedModel.getSource())
+        first_demo = """(cell) => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
+            c => new RegExp(cell, 'm').test(c.model.sharedModel.getSource())
                  && /\\.start\\(\\)/.test(c.model.sharedModel.getSource()))"""
-        page.wait_for_function(f"() => ({first_demo})() > 0", timeout=60_000)
-        index = page.evaluate(first_demo)
+        page.wait_for_function(f"(cell) => ({first_demo})(cell) > 0", arg=cell, timeout=60_000)
+        index = page.evaluate(first_demo, cell)
         # the demo cell's own output: other cells of the notebook have widgets too
         page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].node"
                       ".setAttribute('data-course-demo', '1')", index)
@@ -55,10 +74,12 @@ def test_under_run_all_a_control_acts_while_the_wait_cell_runs(lab, module):
         # " · batches N": the demo's batch count, not a knob's name such as "crash every N batches 2"
         page.wait_for_function(f"() => / · batches [1-9]/.test({readout})", timeout=400_000)
         first_batch_s = time.monotonic() - run_all
-        # the cell after the demo (wait()) is running: the kernel is busy, the demo is not over
-        busy = """(i) => { const c = window.jupyterapp.shell.currentWidget.content.widgets[i + 1];
+        # the code cell after the demo (wait()) is running: the kernel is busy, the demo is not over
+        waiting = page.evaluate("""(i) => window.jupyterapp.shell.currentWidget.content.widgets.findIndex(
+            (c, j) => j > i && c.model.type === 'code')""", index)
+        busy = """(i) => { const c = window.jupyterapp.shell.currentWidget.content.widgets[i];
             return c.model.executionState === 'running' || c.promptNode.textContent.includes('*'); }"""
-        assert page.evaluate(busy, index), "the wait() cell is not running: the test would not prove anything"
+        assert page.evaluate(busy, waiting), "the wait() cell is not running: the test would not prove anything"
         page.locator("[data-course-demo] .widget-image").first.scroll_into_view_if_needed()  # for the screenshots
         chart = page.locator("[data-course-demo] .widget-image").first
         before_src = chart.get_attribute("src")
@@ -70,16 +91,16 @@ def test_under_run_all_a_control_acts_while_the_wait_cell_runs(lab, module):
         page.wait_for_function("(src) => document.querySelector('[data-course-demo] .widget-image')"
                                ".getAttribute('src') !== src", arg=before_src, timeout=30_000)
         chart_s = time.monotonic() - moved
-        still_busy = page.evaluate(busy, index)
+        still_busy = page.evaluate(busy, waiting)
         page.screenshot(path=str(RESULTS / f"run-all-{module}-after-move.png"))
         print(f"{module}: Run All -> first live batch {first_batch_s:.1f} s; move -> readout {readout_s:.2f} s, "
               f"-> chart redrawn {chart_s:.2f} s (wait() cell busy)")
         # ■: the demo stops, and the wait() cell says so in one line
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
         page.wait_for_function("(i) => /interrupted and stopped/.test(window.jupyterapp.shell.currentWidget.content"
-                               ".widgets[i + 1].outputArea.node.textContent)", arg=index, timeout=120_000)
-        out = page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i + 1].outputArea.node"
-                            ".innerText", index)
+                               ".widgets[i].outputArea.node.textContent)", arg=waiting, timeout=120_000)
+        out = page.evaluate("(i) => window.jupyterapp.shell.currentWidget.content.widgets[i].outputArea.node"
+                            ".innerText", waiting)
         page.wait_for_function(f"() => {readout}.includes('ended')", timeout=60_000)
         page.screenshot(path=str(RESULTS / f"run-all-{module}-interrupted.png"))
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60_000)
