@@ -413,15 +413,20 @@ def _containers(native: dict[str, float]) -> None:
 
     Only where the engine can be had (Debian, root); STREAMLAB_BENCH_CONTAINERS=0 skips it (a cold build takes
     minutes)."""
-    from pathlib import Path
-
     if os.environ.get("STREAMLAB_BENCH_CONTAINERS") == "0":
         print("containers: skipped (STREAMLAB_BENCH_CONTAINERS=0)")
         return
+    container_measure().run(native)
+
+
+def container_measure():
+    """tests/docker/measure.py, imported as make bench imports it (the tests' folders are no packages)."""
+    from pathlib import Path
+
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "docker"))
     import measure
 
-    measure.run(native)
+    return measure
 
 
 if __name__ == "__main__":
