@@ -18,7 +18,6 @@ import re
 import secrets
 import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import threading

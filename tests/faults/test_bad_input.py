@@ -1,7 +1,6 @@
 """Bad input a user types: each gets one line naming the knob and the fix, within seconds, and leaves nothing."""
 from __future__ import annotations
 
-import os
 import time
 
 import pytest

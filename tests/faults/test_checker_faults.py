@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import time
-from pathlib import Path
 
 import psutil
 import pytest

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from streamlab.lab.producer import BackgroundProducer, produce
+from streamlab.lab.producer import produce
 from streamlab.lab import topics
 from streamlab.observe import latency
 

@@ -364,7 +364,7 @@ def test_another_module_or_an_empty_notebook_is_named(tmp_path):
 
 @pytest.mark.parametrize("name, content, needle", [
     (f"{AID}.ipynb", b'{"cells": [', "is not valid notebook JSON (line 1"),
-    ("homework.ipynb", None, f"unknown assignment 'homework'"),
+    ("homework.ipynb", None, "unknown assignment 'homework'"),
     (f"{AID}.py", b"print(1)\n", "is not a notebook (.ipynb)"),
     (f"{AID}.ipynb", b'{"cells": 3}', "not a Jupyter notebook"),
 ])

@@ -344,7 +344,7 @@ def test_start_lab_waits_for_kafka_and_says_so(tmp_path):
 
 def test_dockerignore_keeps_secrets_and_local_state_out():
     ignored = set((ROOT / ".dockerignore").read_text().split())
-    assert {".git", ".venv", ".env", ".streamlab"} <= ignored, f".dockerignore lacks some of .git .venv .env .streamlab"
+    assert {".git", ".venv", ".env", ".streamlab"} <= ignored, ".dockerignore lacks some of .git .venv .env .streamlab"
 
 
 def test_hadolint():

@@ -11,12 +11,21 @@ import lanes  # noqa: E402
 
 
 def test_every_suite_runs_in_exactly_one_lane():
-    suites = {p.name for p in (ROOT / "tests").iterdir() if p.is_dir() and not p.name.startswith("_")
-              and any(p.rglob("test_*.py"))}
-    second = {Path(path).name for path, _ in lanes.lane_2()}
-    ignored = {arg.split("=", 1)[1] for arg in lanes.lane_1() if arg.startswith("--ignore=")}
-    assert {Path(path).name for path in ignored} == second
-    assert second < suites and {"unit", "integration", "faults", "notebooks"} <= suites - second
+    """Every test file runs in one lane: lane 2 runs its paths (folders or files), lane 1 ignores exactly those."""
+    files = {f.relative_to(ROOT) for f in (ROOT / "tests").rglob("test_*.py")}
+    second_paths = [Path(path) for path, _ in lanes.lane_2()]
+    ignored = [Path(arg.split("=", 1)[1]) for arg in lanes.lane_1() if arg.startswith("--ignore=")]
+    assert ignored == second_paths
+
+    def under(path: Path) -> set:
+        return {f for f in files if f == path or path in f.parents}
+
+    second = set().union(*(under(path) for path in second_paths))
+    first = files - second
+    assert all(under(path) for path in second_paths), "lane 2 names a path with no test file"
+    for suite in ("unit", "integration", "faults", "notebooks"):
+        assert under(Path("tests") / suite) <= first, f"tests/{suite} is not in lane 1"
+    assert first and second
 
 
 def test_lane_2_has_broker_and_cluster_ports_of_its_own(monkeypatch):

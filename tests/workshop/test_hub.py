@@ -25,7 +25,7 @@ from streamlab.lab.broker import free_port
 from streamlab.workshop import instructor
 from streamlab.workshop.__main__ import approve, start, stop
 from streamlab.workshop.client import HubError, Learner
-from streamlab.workshop.hub import REPO, Settings
+from streamlab.workshop.hub import Settings
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.timeout(2400)]  # minutes on a machine shared by many runs
 
@@ -122,7 +122,7 @@ def test_each_learner_gets_the_student_notebooks_and_their_own_credentials(hub, 
         assert stat.S_IMODE(credentials.stat().st_mode) == 0o600
         assert f'username="{name}"' in credentials.read_text()
     with pytest.raises(HubError, match="403|404"):  # a learner's token does not open another learner's server
-        room["bob"].api("GET", f"/user/ada/api/contents/notebooks")
+        room["bob"].api("GET", "/user/ada/api/contents/notebooks")
 
 
 def test_two_learners_read_live_on_the_room_broker_each_under_their_own_prefix(hub, room):
