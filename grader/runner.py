@@ -13,15 +13,19 @@ from .judge import Judge, Kernel, KernelStuck, Verdict, assigned_names, free_nam
 
 
 KERNEL_STARTS = 3
+KERNEL_START_S = 180  # nbclient's 60 s was too short once: a sandboxed kernel in CI's container, beside both lanes
 
 
 @contextmanager
 def kernel_started(client, **kwargs):
-    """`client.setup_kernel()` (an nbclient NotebookClient), tried again when the kernel dies before it answers.
+    """`client.setup_kernel()` (an nbclient NotebookClient), tried again when the kernel dies before it answers,
+    and given KERNEL_START_S to answer at all.
 
     jupyter_client picks a kernel's TCP ports, then the kernel binds them seconds later; on a busy machine another
     process's connection can take one in between (the kernel dies with "Address already in use"). That is the
-    machine's doing, never the notebook's: a new kernel gets new ports."""
+    machine's doing, never the notebook's: a new kernel gets new ports. So is a kernel slow to start on a loaded
+    machine; the checker's progress lines say it is still waiting."""
+    client.startup_timeout = max(getattr(client, "startup_timeout", 0), KERNEL_START_S)
     with ExitStack() as stack:
         for attempt in range(1, KERNEL_STARTS + 1):
             try:

@@ -6,7 +6,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from grader.runner import KERNEL_STARTS, kernel_started
+from grader.runner import KERNEL_START_S, KERNEL_STARTS, kernel_started
 
 
 class FakeClient:
@@ -14,10 +14,12 @@ class FakeClient:
 
     def __init__(self, failures: int, message: str = "Kernel died before replying to kernel_info"):
         self.failures, self.message, self.starts, self.running, self.stopped = failures, message, 0, False, 0
+        self.startup_timeout, self.waited = 60, None  # nbclient's default
 
     @contextmanager
     def setup_kernel(self, **kwargs):
         self.starts += 1
+        self.waited = self.startup_timeout
         if self.starts <= self.failures:
             raise RuntimeError(self.message)
         self.running = True
@@ -50,3 +52,11 @@ def test_an_error_inside_still_stops_the_kernel():
     with pytest.raises(ZeroDivisionError), kernel_started(client):
         1 / 0
     assert client.stopped == 1
+
+
+def test_a_kernel_slow_to_answer_on_a_loaded_machine_gets_longer_than_nbclient_s_minute():
+    """CI's container ran two checks beside both lanes, and a sandboxed kernel took over 60 s to answer."""
+    client = FakeClient(failures=0)
+    with kernel_started(client):
+        pass
+    assert client.waited == KERNEL_START_S > 60
