@@ -114,7 +114,10 @@ def test_readme_check_command_in_jupyterlab_terminal(lab):
         page.evaluate("""async () => { const app = window.jupyterapp;
             const term = await app.commands.execute('terminal:create-new'); app.shell.activateById(term.id);
             window.__courseTerminal = term; }""")
-        page.locator(".xterm-helper-textarea").first.wait_for(state="attached", timeout=60_000)
+        # the notebook can still take focus after this: the terminal is activated again until its xterm is there
+        page.wait_for_function("""() => { const term = window.__courseTerminal;
+            window.jupyterapp.shell.activateById(term.id);
+            return !!term.node.querySelector('.xterm-helper-textarea'); }""", timeout=60_000)
         # Typed into the terminal's own connection, as its keyboard does: focus can move to the notebook when it
         # finishes loading late (on a loaded machine the keys then went into notebook cells).
         page.wait_for_function("() => window.__courseTerminal.content.session.connectionStatus === 'connected'",
