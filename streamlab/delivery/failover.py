@@ -20,6 +20,7 @@ import threading
 import time
 
 from streamlab.lab import cluster
+from streamlab.lab.producer import close_now
 from streamlab.errors import LabError, first_line
 from streamlab.observe.progress import stop_between_batches
 
@@ -128,7 +129,7 @@ class FailoverDemo:
                 time.sleep(max(0.0, 0.1 - (time.monotonic() - tick)))
             producer.flush(timeout=60)
         finally:
-            producer.close(timeout=10)
+            close_now(producer, timeout=10)
 
     def _batch(self, batch_df, batch_id: int) -> None:
         from streamlab.observe.executors import preferred_executor, read_map
@@ -404,7 +405,7 @@ def acks_experiment(acks: str, records: int = 50, bootstrap: str | None = None) 
             for pid in paused:
                 os.killpg(pid, signal.SIGCONT)
     finally:
-        producer.close(timeout=2)
+        close_now(producer, timeout=2)
     began, new = time.monotonic(), None
     while time.monotonic() - began < 40:
         try:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from streamlab.errors import first_line
 from streamlab.lab.broker import ensure_broker
+from streamlab.lab.producer import close_now
 
 COLUMNS = ("topic", "partition", "offset", "id")
 
@@ -323,10 +324,7 @@ class TransactionalKafkaSink:
             producer.init_transactions()
             self._producer = producer
             for zombie in self._zombies:  # fenced now: their open transaction was aborted by the broker
-                try:
-                    zombie.close(timeout=0)
-                except Exception:
-                    pass
+                close_now(zombie, timeout=0.2)
             self._zombies.clear()
         return self._producer
 
@@ -388,10 +386,7 @@ class TransactionalKafkaSink:
         """Close the producer(s) and delete the ledger group."""
         for producer in [self._producer, *self._zombies]:
             if producer is not None:
-                try:
-                    producer.close(timeout=2)
-                except Exception:
-                    pass
+                close_now(producer, timeout=2)
         self._producer, self._zombies = None, []
         from streamlab.observe.replay import delete_group
 
