@@ -16,7 +16,8 @@ understanding:
 A cheat equal to the right answer is not tried, nor are kinds a test cell declares right in a comment
 (`# audit: near, random 2 may pass (why)`: where every number in a range is a right answer). An exercise whose
 checks read what the notebook's cells made with the answer (`# audit: judged on the crash test's table`) is not
-swapped: its empty answer is proven to earn nothing by the untouched notebook's grading. The right answers go
+swapped: its empty answer is proven to earn nothing by the untouched notebook's grading, its constant and wrong
+ones by grading the solution with them in place, from the start (tests/notebooks/cheats.py). The right answers go
 back before the notebook's next cell runs. Each kind must score 0 on every test cell; `audit_points` says which
 earned some.
 """

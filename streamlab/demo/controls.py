@@ -68,7 +68,7 @@ class ControlPlan:
         if unknown:
             raise _settings.KnobError(f"unknown control {unknown[0]!r}; one of {', '.join(CONTROLS)}")
         self.controls = tuple(self.controls)
-        self.burst = _settings.check_positive("burst size", self.burst, whole=True, hi=1_000_000)
+        self.burst = _settings.check_burst(self.burst)
         self.knobs = tuple(self.knobs)
         self.script = tuple(tuple(step) for step in self.script)
         if self.script_in not in SCRIPT_CLOCKS:
@@ -107,7 +107,7 @@ class Controls:
             if len(step) == 2:
                 _settings.check_rate(step[1])
             elif step[1] == "burst":
-                _settings.check_positive("burst size", step[2], whole=True, hi=1_000_000)
+                _settings.check_burst(step[2])
             elif step[1] in self.knobs or step[1] in KNOBS or step[1].removeprefix("rate:") in self.sources:
                 self.checked(step[1], step[2])
             else:
@@ -180,7 +180,7 @@ class Controls:
 
     def burst(self, n: int | None = None) -> None:
         """Make the producer send `n` extra records at once (the burst button's size by default)."""
-        n = self.burst_size if n is None else _settings.check_positive("burst size", n, whole=True, hi=1_000_000)
+        n = self.burst_size if n is None else _settings.check_burst(n)
         if self.ended or self._producer is None or not self._producer.running:
             return
         self._producer.burst(n)

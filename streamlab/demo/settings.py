@@ -108,6 +108,11 @@ def check_positive(name: str, value, whole: bool = False, hi: float = 86_400):
     return _number(name, value, whole=whole, lo=0, hi=hi, what=f"a {'whole ' if whole else ''}number from 0 to {hi:,}")
 
 
+def check_burst(value) -> int:
+    """A burst's size, wherever one is given (the option, a script step, burst()): a whole number up to a million."""
+    return check_positive("burst size", value, whole=True, hi=1_000_000)
+
+
 @dataclass
 class StreamSettings:
     """The knobs a demo's query starts with (plus the producer's rate and the topic's partitions), validated.

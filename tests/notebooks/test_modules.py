@@ -1,7 +1,9 @@
 """Every assignment in solutions/: the solution scores full marks; the untouched student version runs and scores 0;
 no wrong, constant or random answer earns a point on any exercise (grader/audit.py, run on the solution's grading).
 The untouched version is graded only where checks read what its own cells made (UNTOUCHED_GRADED); elsewhere the
-audit's `none` cheat gives each exercise the stubs' None on the solution's run.
+audit's `none` cheat gives each exercise the stubs' None on the solution's run. Where checks read what the
+notebook made, the audit cannot swap an answer, so the solution with constant and wrong answers in those exercises
+(tests/notebooks/cheats.py) is graded too, from the start.
 
 Parametrised over whatever solutions/ holds when the tests are collected. Streaming notebooks spend much of their
 time waiting (trigger intervals, demos that run for seconds), so every run goes at once, in one go before the
@@ -21,8 +23,11 @@ from concurrent.futures import ThreadPoolExecutor
 import nbformat
 import pytest
 
+from cheats import CHEATS
+from grader.audit import OUTCOME
 from grader.cohort import grade_cohort
 from grader.course import SOURCE, assignments, release
+from grader.runner import exercise_of, grade_id
 from labrun import problems, run_as_a_learner
 
 IDS = assignments(SOURCE)
@@ -37,8 +42,6 @@ def _code(aid: str) -> list[str]:
 
 
 def _judged_on_outcomes(aid: str) -> bool:
-    from grader.audit import OUTCOME
-
     return any(OUTCOME.search(source) for source in _code(aid))
 
 
@@ -75,6 +78,9 @@ def runs(request, tmp_path_factory, bootstrap):
                 continue
             (subs / student / aid).mkdir(parents=True)
             shutil.copyfile(nb, subs / student / aid / f"{aid}.ipynb")
+        for student, answers in CHEATS.get(aid, {}).items():
+            (subs / student / aid).mkdir(parents=True)
+            nbformat.write(_cheating(aid, answers), subs / student / aid / f"{aid}.ipynb")
     with ThreadPoolExecutor(LAB_RUNS) as pool:
         labs = {}
         for aid in (aid for aid in ids if aid in LAB_IDS):
@@ -88,13 +94,24 @@ def runs(request, tmp_path_factory, bootstrap):
     return {aid: (results[aid], lab.get(aid)) for aid in ids}, sorted(_temporary_folders() - before)
 
 
+def _cheating(aid: str, answers: dict[str, str]):
+    """The solution with the answer cells named in `answers` (grade ids) holding those sources instead."""
+    nb = nbformat.read(SOURCE / aid / f"{aid}.ipynb", as_version=4)
+    cells = {grade_id(cell): cell for cell in nb.cells}
+    assert set(answers) <= set(cells), f"{aid}: tests/notebooks/cheats.py names answer cells it does not have"
+    for gid, source in answers.items():
+        cells[gid].source = source
+    return nb
+
+
 def _report_timings(config, results: dict, lab: dict, total: float) -> None:
     """Where the fixture's minutes go (graded runs, lab runs), one line per assignment: tests/conftest.py prints
     them in pytest's summary (a fixture's own output is captured)."""
-    lines = [f"notebook runs, {total:.0f} s in all (graded: solution / untouched; lab: Run All + going back):"]
+    lines = [f"notebook runs, {total:.0f} s in all (graded: solution / untouched / cheats; lab: Run All + going "
+             "back):"]
     for aid in results:
         graded = " / ".join(f"{results[aid][s].seconds:.0f} s" if s in results[aid] else "-"
-                            for s in ("solution", "untouched"))
+                            for s in ("solution", "untouched", *CHEATS.get(aid, {})))
         record = lab.get(aid, {})
         ran = (f"lab {record.get('seconds', '-')} s + {record.get('reentry seconds', '-')} s" if aid in lab
                else "lab run in tests/cluster")
@@ -166,6 +183,36 @@ def test_no_wrong_constant_or_random_answer_earns_a_point(outcome):
     assert not unaudited, f"{aid}: test cells no cheat was tried on: {unaudited}"
     scored = audit_points(sol.audit)
     assert not scored, f"{aid}: answers that are not the answer earn points:\n" + "\n".join(scored)
+
+
+@pytest.mark.timeout(3600)
+def test_constant_and_wrong_answers_earn_nothing_where_checks_read_what_the_notebook_made(outcome):
+    """Where the audit cannot swap an answer (its checks read what the notebook's cells made with it), the
+    solution with those answers replaced (tests/notebooks/cheats.py), graded from the start: each exercise
+    replaced earns 0, every other one full marks."""
+    aid, results, _ = outcome
+    outcomes = {exercise_of(gid) for gid, source in _tests(aid) if OUTCOME.search(source)}
+    assert set(CHEATS.get(aid, {}).get("constant", {})) | set(CHEATS.get(aid, {}).get("wrong", {})) >= {
+        f"{ex}_answer" for ex in outcomes}, f"{aid}: exercises judged on outcomes with no cheat in cheats.py"
+    for student, answers in CHEATS.get(aid, {}).items():
+        graded = results[student]
+        assert graded.error is None, f"{aid}, {student} answers: could not be graded: {graded.error}"
+        cheated = {exercise_of(gid) for gid in answers}
+        assert cheated <= {exercise_of(e.grade_id) for e in graded.exercises}, f"{aid}, {student}: not judged"
+        earned = [f"{e.grade_id} {e.points:g}/{e.max_points:g}" for e in graded.exercises
+                  if exercise_of(e.grade_id) in cheated and e.points]
+        assert not earned, f"{aid}: {student} answers earn points: {earned}"
+        lost = [f"{e.grade_id} {e.points:g}/{e.max_points:g}: {e.hint}" for e in graded.exercises
+                if exercise_of(e.grade_id) not in cheated and e.status != "passed"]
+        assert not lost, f"{aid}, {student} answers: the exercises left right lose points: {lost}"
+
+
+def _tests(aid: str) -> list[tuple[str, str]]:
+    """(grade id, source) of a solution's test cells."""
+    from grader.runner import is_test
+
+    nb = nbformat.read(SOURCE / aid / f"{aid}.ipynb", as_version=4)
+    return [(grade_id(cell), cell.source) for cell in nb.cells if is_test(cell)]
 
 
 @pytest.mark.timeout(3600)

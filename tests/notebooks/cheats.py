@@ -1,0 +1,55 @@
+"""Answers a learner could write without understanding, for the exercises judged on what the notebook's own cells
+made with the answer (grader/audit.py's `# audit: judged on`).
+
+The audit cannot swap such an answer at its test cell: the cells between the answer and the test already ran with
+the right one, and what they wrote (topics, a SQLite file, a replay) stays. So each of these notebooks is the
+solution with some answer cells replaced, graded from the start like any submission (tests/notebooks/
+test_modules.py): the exercises replaced must earn 0, every other one full marks (the notebook ran past them).
+  - `constant`: an answer that does the same thing whatever it is given: writes nothing, one fixed message, one topic;
+  - `wrong`: the plausible wrong answer (the notebook's own at-least-once code, everything unparsed to the clean
+    topic) or random values of the right shape.
+The untouched student version (every answer None) is graded beside them.
+"""
+from __future__ import annotations
+
+CHEATS: dict[str, dict[str, dict[str, str]]] = {
+    "06-multi-topic": {
+        "constant": {
+            "ex3_answer": "def route(batch_df, batch_id):\n    pass\n",
+            "ex4_answer": ("def repair(value):\n"
+                           "    return '{\"id\": 1, \"user\": \"user-1\", \"amount\": 1.0}'\n"),
+        },
+        "wrong": {
+            "ex3_answer": ("def route(batch_df, batch_id):\n"
+                           "    for source in EX3_SCHEMAS:\n"
+                           "        quarantine.write(batch_df.where(F.col('topic') == source).select('value'),\n"
+                           "                         EX3_CLEAN[source])\n"),
+            "ex4_answer": ("import random\n"
+                           "_rng = random.Random(7)\n\n"
+                           "def repair(value):\n"
+                           "    return json.dumps({'id': _rng.randint(0, 999), 'user': f'user-{_rng.randint(0, 9)}',\n"
+                           "                       'amount': round(_rng.uniform(0, 99), 2)})\n"),
+        },
+    },
+    "07-sinks-exactly-once": {
+        "constant": {
+            "ex1_answer": ("def route(events):\n"
+                           "    return events.select(F.lit(ex1_base + '-' + ACTIONS[0]).alias('topic'),\n"
+                           "                         F.col('user').alias('key'),\n"
+                           "                         F.to_json(F.struct('id', 'user', 'amount')).alias('value'))\n"),
+            "ex3_answer": "ex3_ddl = given_ddl\n\ndef ex3_save(conn, rows, batch_id):\n    pass\n",
+            "ex4_answer": "def ex4_write(tx, rows, batch_id):\n    tx.commit(batch_id)\n",
+        },
+        "wrong": {
+            "ex1_answer": ("def route(events):\n"
+                           "    pick = (F.rand(7) * len(ACTIONS)).cast('int') + 1\n"
+                           "    return events.select(\n"
+                           "        F.concat(F.lit(ex1_base + '-'), F.element_at(F.array(*map(F.lit, ACTIONS)), pick))"
+                           ".alias('topic'),\n"
+                           "        F.concat(F.lit('user-'), (F.rand(8) * 10).cast('int').cast('string')).alias('key'),\n"
+                           "        F.to_json(F.struct((F.rand(9) * 1000).cast('int').alias('id'))).alias('value'))\n"),
+            "ex3_answer": "ex3_ddl, ex3_save = given_ddl, given_save\n",
+            "ex4_answer": "ex4_write = given_write\n",
+        },
+    },
+}
