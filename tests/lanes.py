@@ -5,7 +5,8 @@ for a killed broker to come back. Lane 1 is the course itself on the lab's broke
 notebooks, and the learner's loop in the browser, tests/browser/test_learner_loop.py). Lane 2 is the three labs
 that bring their own engines, one after another: the compose lab on podman, the cluster lab (three brokers, a Spark
 Master and two Workers) and the workshop hub, and then the other browser tests, which serve a JupyterLab of their
-own (there to balance the lanes: in the rehearsal of 617da51 lane 1 took 34.5 min, lane 2 39 with them).
+own (there to balance the lanes: in the rehearsal of 617da51 lane 1 took 34.5 min, lane 2 39 with them), and the
+broker outage of more than two minutes (tests/outage), which mostly waits and so runs beside the others (ALONGSIDE).
 Lane 2 runs on a broker port and cluster ports of their own (each + 300), so that neither lane ever stops a broker
 or a cluster the other uses.
 
@@ -25,7 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-LANE_2 = ["tests/docker", "tests/cluster", "tests/workshop", "tests/browser/test_lab_browser.py"]
+LANE_2 = ["tests/docker", "tests/cluster", "tests/workshop", "tests/browser/test_lab_browser.py", "tests/outage"]
+# Lane 2's suites that mostly wait (a broker outage of minutes): they run beside lane 2's others, not after them.
+ALONGSIDE = ["tests/outage"]
 LANE_2_OFFSET = 300  # lane 2's broker and cluster ports: lane 1's + 300 (its cluster: 9292..9297)
 
 
@@ -84,8 +87,10 @@ def main() -> int:
     signal.signal(signal.SIGINT, forward)
     signal.signal(signal.SIGTERM, forward)
 
-    def run_lane_2():
+    def run_lane_2(alongside: bool = False):
         for path, command in lane_2():
+            if (path in ALONGSIDE) != alongside:
+                continue
             if stopping.is_set():
                 return
             log = log_of(path)
@@ -100,9 +105,12 @@ def main() -> int:
           f"{env['STREAMLAB_BROKER_PORT']}); their output follows at the end", flush=True)
     second = threading.Thread(target=run_lane_2, name="lane-2")
     second.start()
+    beside = threading.Thread(target=run_lane_2, args=(True,), name="lane-2-alongside")
+    beside.start()
     codes["lane 1"] = start(lane_1()).wait()
-    while second.is_alive():
-        second.join(timeout=1)
+    for thread in (second, beside):
+        while thread.is_alive():
+            thread.join(timeout=1)
     for path in LANE_2:
         log = log_of(path)
         if log.exists():

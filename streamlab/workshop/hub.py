@@ -2,7 +2,8 @@
 
 At a learner's first login the spawner (WorkshopSpawner):
 - makes the learner's home `<root>/home/<name>` (mode 0700) and, when the hub runs as root, a Linux user
-  `sl-<name>` that owns it and runs the learner's server, so learners cannot read each other's files;
+  `sl-<name>` that owns it and runs the learner's server, so learners cannot read each other's files; the server
+  runs behind walls of its own (walls.py: no other home, no hidden tests, no hub secret or Kafka data in sight);
 - copies the course's student notebooks (`notebooks/`, never `solutions/`) into `~/notebooks` (only once: a
   learner's work is never overwritten);
 - creates the learner's SCRAM user and prefixed ACLs on the room's Kafka (streamlab.workshop.kafka) and writes
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import sys
 from dataclasses import asdict, dataclass, field
@@ -275,8 +277,9 @@ class WorkshopSpawner(LocalProcessSpawner):
         return env
 
     def make_preexec_fn(self, name):
-        """In the child: join the learner's memory cgroup, become the learner's account, start in their home."""
-        ids, home, cgroup = self._ids(), self._extra["HOME"], self._cgroup
+        """In the child: join the learner's memory cgroup, become the learner's account, start in their home.
+        Behind walls the account is taken at the end of the walls' script (it needs root to build them)."""
+        ids, home, cgroup = None if self._walled else self._ids(), self._extra["HOME"], self._cgroup
 
         def preexec():
             if cgroup is not None:
@@ -308,13 +311,45 @@ class WorkshopSpawner(LocalProcessSpawner):
         """Prepare the learner (in a thread: it talks to Kafka), then start their server on a port in range."""
         import asyncio
 
+        from streamlab.workshop import walls
+
         self._extra = await asyncio.get_running_loop().run_in_executor(None, self._prepare)
         self._cgroup = self._make_cgroup()
-        self.port = _claim_port(*self._settings().server_ports)
+        settings = self._settings()
+        self.port = _claim_port(*settings.server_ports)
         self.notebook_dir = self._extra["HOME"]
+        self._plain_cmd = getattr(self, "_plain_cmd", None) or list(self.cmd)  # a restart wraps it once again
+        self._walled = os.geteuid() == 0 and walls.available() is None
+        if self._walled:
+            uid, gid = self._ids()
+            self.cmd = walls.wrap(self._plain_cmd, home=Path(self._extra["HOME"]), workshop=Path(settings.root),
+                                  config=Path(settings.root) / "hub" / "server-config", uid=uid, gid=gid)
+        elif os.geteuid() == 0:
+            self.log.warning("%s's server runs without walls (%s): it can read the hidden tests and the room's "
+                             "Kafka data", self.user.name, walls.available())
         if os.geteuid() == 0 and not accounts_possible() and "--allow-root" not in self.args:
             self.args = [*self.args, "--allow-root"]
         return await super().start()
+
+    _walled = False
+
+    async def _signal(self, sig):
+        """Behind walls, SIGINT and SIGTERM go to the server itself, which shuts its kernels down (unshare, the
+        process the hub started, ignores them); SIGKILL goes to unshare, whose end ends everything inside."""
+        if not self._walled or sig in (0, signal.SIGKILL):
+            return await super()._signal(sig)
+        import psutil
+
+        try:
+            inside = psutil.Process(self.pid).children()
+        except psutil.Error:
+            return False
+        for process in inside:
+            try:
+                os.kill(process.pid, sig)
+            except ProcessLookupError:
+                pass
+        return True
 
     async def stop(self, now=False):
         """Stop the server, then remove its cgroup and free its port."""
@@ -365,10 +400,15 @@ ACCOUNTS_NOTE = ("the course's Python is not executable by other accounts (e.g. 
 
 
 def accounts_possible() -> bool:
-    """Whether learners' servers can run as Linux accounts of their own: the hub is root and every folder on the
-    way to the course's Python and its virtualenv lets others through (and the interpreter run)."""
+    """Whether learners' servers can run as Linux accounts of their own: the hub is root, and either the servers
+    run behind walls (walls.py, which open the way to the Python for them) or every folder on the way to the
+    course's Python and its virtualenv lets others through (and the interpreter run)."""
     if os.geteuid() != 0:
         return False
+    from streamlab.workshop import walls
+
+    if walls.available() is None:
+        return True
     for target in (Path(sys.executable).resolve(), VENV_BIN, REPO):
         for folder in [target, *target.parents]:
             if not os.stat(folder).st_mode & 0o001:

@@ -62,3 +62,13 @@ def wipe(number: int) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+
+
+def wait_until(condition, timeout: float) -> bool:
+    """Whether `condition()` came true within `timeout` s (looked at every 0.2 s)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True

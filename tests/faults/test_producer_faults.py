@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from faultkit import ROOT
+from faultkit import ROOT, wait_until
 from streamlab.lab import broker, topics
 from streamlab.lab.producer import BACKGROUND_OPTIONS, BackgroundProducer
 
@@ -26,15 +26,6 @@ def _kill_broker(port: int) -> None:
         time.sleep(0.1)
 
 
-def _wait(condition, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True
-
-
 def test_batches_never_expire():
     """kafka-python drops a batch after delivery_timeout_ms (120 s by default): the lab's producer waits ~24 days."""
     assert BACKGROUND_OPTIONS["delivery_timeout_ms"] >= 24 * 24 * 3600 * 1000
@@ -46,14 +37,14 @@ def test_a_broker_outage_loses_nothing(port):
     name = topics.create_topic(topics.unique_name("outage"), 1, address)
     producer = BackgroundProducer(name, rate=200, bootstrap=address, key_fn=lambda i: None, value_fn=str).start()
     try:
-        assert _wait(lambda: producer.delivered >= 200, 30)
+        assert wait_until(lambda: producer.delivered >= 200, 30)
         _kill_broker(port)
         time.sleep(8)
         during = producer.sent
         assert producer.pending > 0, repr(producer)
         assert "pending" in producer.readout()
         broker.ensure_broker(kind="kafka", port=port)
-        assert _wait(lambda: producer.sent > during + 200 and producer.pending < 400, 60), repr(producer)
+        assert wait_until(lambda: producer.sent > during + 200 and producer.pending < 400, 60), repr(producer)
     finally:
         started = time.monotonic()
         sent = producer.stop()
@@ -71,7 +62,7 @@ def test_stop_with_the_broker_gone_is_quick_and_counts_the_loss(port, capsys):
     address = broker.ensure_broker(kind="kafka", port=port)
     name = topics.create_topic(topics.unique_name("gone"), 1, address)
     producer = BackgroundProducer(name, rate=200, bootstrap=address).start()
-    assert _wait(lambda: producer.delivered >= 100, 30)
+    assert wait_until(lambda: producer.delivered >= 100, 30)
     _kill_broker(port)
     time.sleep(3)
     started = time.monotonic()
@@ -93,12 +84,12 @@ def test_its_topic_deleted_under_it(port):
     name = topics.create_topic(topics.unique_name("deleted"), 1, address)
     producer = BackgroundProducer(name, rate=200, bootstrap=address).start()
     try:
-        assert _wait(lambda: producer.delivered >= 100, 30)
+        assert wait_until(lambda: producer.delivered >= 100, 30)
         admin = KafkaAdminClient(bootstrap_servers=address)
         admin.delete_topics([name])
         admin.close()
         before = producer.delivered
-        assert _wait(lambda: producer.delivered > before + 200, 60), repr(producer)
+        assert wait_until(lambda: producer.delivered > before + 200, 60), repr(producer)
     finally:
         started = time.monotonic()
         sent = producer.stop()

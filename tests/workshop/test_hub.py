@@ -125,6 +125,59 @@ def test_each_learner_gets_the_student_notebooks_and_their_own_credentials(hub, 
         room["bob"].api("GET", "/user/ada/api/contents/notebooks")
 
 
+WALLS_PROBE = """
+import json, os
+from pathlib import Path
+
+root, repo = Path({root!r}), Path({repo!r})
+tries = {{
+    "bob's credentials": lambda: (root / "home" / "bob" / ".streamlab" / "kafka.properties").read_text(),
+    "bob's home": lambda: os.listdir(root / "home" / "bob"),
+    "the hidden tests": lambda: (repo / "solutions" / "00-setup" / "00-setup.ipynb").read_text(),
+    "the test suite": lambda: (repo / "tests" / "conftest.py").read_text(),
+    "the git history": lambda: os.listdir(repo / ".git" / "objects"),
+    "the hub's cookie secret": lambda: (root / "hub" / "cookie_secret").read_text(),
+    "the instructor's token": lambda: (root / "hub" / "instructor.token").read_text(),
+    "the room's Kafka data": lambda: os.listdir(root / "kafka"),
+    "the course's code, to change it": lambda: open(repo / "streamlab" / "planted.py", "w").close(),
+    "her own credentials": lambda: (Path.home() / ".streamlab" / "kafka.properties").read_text(),
+    "her own home, to write": lambda: (Path.home() / "notes.txt").write_text("mine"),
+}}
+
+
+def attempt(run):
+    try:
+        run()
+        return "allowed"
+    except OSError as exc:
+        return type(exc).__name__
+
+
+print(json.dumps({{"uid": os.getuid(), **{{what: attempt(run) for what, run in tries.items()}}}}))
+"""
+
+
+def test_a_learners_server_sees_its_own_home_and_nothing_of_anyone_else(hub, room):
+    """Behind its walls (streamlab/workshop/walls.py), ada's kernel runs as her own account: it reads and writes her
+    home and credentials, and cannot read bob's home or credentials, the hidden tests, the hub's secrets or the
+    room's Kafka data, nor change the course's code, whatever folder the course's Python lives in."""
+    from streamlab.workshop.hub import REPO
+
+    if os.geteuid() != 0:
+        pytest.skip("learners get accounts and walls of their own only on a hub run as root (CI runs it as root)")
+    kernel = room["ada"].kernel()
+    try:
+        seen = json.loads(kernel.text(WALLS_PROBE.format(root=str(hub.root), repo=str(REPO)), timeout=120))
+    finally:
+        kernel.close()
+    assert seen.pop("uid") != 0, "ada's kernel runs as root"
+    assert seen.pop("her own credentials") == "allowed" and seen.pop("her own home, to write") == "allowed"
+    allowed = [what for what, result in seen.items() if result == "allowed"]
+    assert not allowed, f"ada's kernel reaches {allowed}: {seen}"
+    assert (hub.home("bob") / ".streamlab" / "kafka.properties").is_file()  # there, just not for her
+    assert not (REPO / "streamlab" / "planted.py").exists()
+
+
 def test_two_learners_read_live_on_the_room_broker_each_under_their_own_prefix(hub, room):
     """ada and bob run 00-setup's setup cell and its first capped read in their own kernels, at the same time."""
     outputs, errors = {}, []
