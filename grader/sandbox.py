@@ -39,7 +39,7 @@ class Sandbox:
         lines += [f"mount --bind {q(p)} {q(p)}" for p in ro]
         lines += [f"mount --bind {q(p)} {q(p)}" for p in _existing(self.writable)]
         lines += [f"mount -o remount,bind,ro {q(p)}" for p in ro]
-        for path in _outermost(_existing(self.hidden)):
+        for path in outermost(_existing(self.hidden)):
             # Guarded: under a fresh /tmp, a hidden folder that lived there is gone already.
             if path.is_dir():
                 lines.append(f"if [ -d {q(path)} ]; then mount -t tmpfs -o size=64k,mode=755 tmpfs {q(path)}; fi")
@@ -54,7 +54,7 @@ class Sandbox:
         tmp = Path("/tmp").resolve()
         wanted = _existing([self.private_tmp_with, *self.readonly, *self.writable])
         keep = [p for p in wanted if p == self.private_tmp_with.resolve() or tmp in p.parents]
-        keep = _outermost(keep)
+        keep = outermost(keep)
         lines = ["stage=$(mktemp -d -p /dev/shm streamlab-stage-XXXXXX)"]
         for i, path in enumerate(keep):
             lines += [f'mkdir "$stage/{i}"', f'mount --rbind {q(path)} "$stage/{i}"']
@@ -73,9 +73,10 @@ def q(path: Path) -> str:
     return shlex.quote(str(path))
 
 
-def _outermost(paths: list[Path]) -> list[Path]:
-    """The paths not inside another of them (a mount on the outer one covers the inner)."""
-    return [p for p in paths if not any(o != p and o in p.parents for o in paths)]
+def outermost(paths: list[Path]) -> list[Path]:
+    """The paths not inside another of them (a mount on the outer one covers the inner), each once."""
+    unique = list(dict.fromkeys(paths))
+    return [p for p in unique if not any(o != p and o in p.parents for o in unique)]
 
 
 def _existing(paths) -> list[Path]:

@@ -348,18 +348,17 @@ def p0(event):
     return int(end[live]["0"])
 while len([e for e in q.recentProgress if e["numInputRows"]]) < 2:
     time.sleep(0.2)
-def ended_at(event):  # the wall time a batch ended: its trigger's start plus how long the trigger took
-    started = datetime.datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
-    return started + event["durationMs"]["triggerExecution"] / 1000
+def planned_at(event):  # the wall time a batch's trigger started (when its offsets were planned)
+    return datetime.datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
 seen, node = p0(q.lastProgress), cluster.leader_of(live, 0)
 killed = time.time(); cluster.kill_node(node)
 after = None
 while time.time() - killed < 120 and after is None:
     for event in q.recentProgress:
         # a batch planned after the kill (one planned before may still end after it, with offsets read before)
-        planned = datetime.datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00")).timestamp()
+        planned = planned_at(event)
         if planned > killed and p0(event) > seen and event["numInputRows"]:
-            after = ended_at(event) - killed
+            after = planned + event["durationMs"]["triggerExecution"] / 1000 - killed  # to the batch's end
             break
     time.sleep(0.1)
 cluster.start_node(node)

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import functools
 import os
-import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from grader.sandbox import outermost, q
 
 REPO = Path(__file__).resolve().parents[2]
 UNSHARE = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--mount-proc"]
@@ -67,18 +68,18 @@ def blocking(paths: list[Path]) -> list[Path]:
 def script(*, home: Path, workshop: Path, config: Path, uid: int, gid: int) -> str:
     """The shell commands run as root in the new namespace, ending in the server run as `uid`:`gid` ("$@")."""
     home, workshop, config = home.resolve(), workshop.resolve(), config.resolve()
-    jars = (REPO / ".streamlab" / "jars").resolve()
-    keep = [home, config, *reached(), jars]
+    jars, runs = (REPO / ".streamlab" / "jars").resolve(), reached()
+    keep = [home, config, *runs, jars]
     veils = {Path("/tmp"): "1777", workshop: "711", REPO / ".streamlab": "755",
-             **{folder: "755" for folder in blocking(reached())},
+             **{folder: "755" for folder in blocking(runs)},
              **{REPO / name: "755" for name in ("solutions", "tests", ".git")}}
     lines = ["set -e", 'stage=$(mktemp -d -p /dev/shm streamlab-walls-XXXXXX)']
     for number, (folder, mode) in enumerate(sorted(veils.items(), key=lambda item: len(item[0].parts))):
         folder = folder.resolve() if folder.exists() else folder
-        lines += _veil(folder, mode, _outermost([k for k in keep if folder in k.parents]), f"$stage/{number}")
+        lines += _veil(folder, mode, outermost([k for k in keep if folder in k.parents]), f"$stage/{number}")
     lines += ['rmdir "$stage"', "mount -t tmpfs -o mode=1777 tmpfs /dev/shm",
-              f"mount -o remount,bind,ro {_q(config)}",
-              f"cd {_q(home)}",
+              f"mount -o remount,bind,ro {q(config)}",
+              f"cd {q(home)}",
               f'exec setpriv --reuid={uid} --regid={gid} --clear-groups -- "$@"']
     return "\n".join(lines)
 
@@ -90,22 +91,12 @@ def wrap(cmd: list[str], **where) -> list[str]:
 
 def _veil(folder: Path, mode: str, keep: list[Path], stage: str) -> list[str]:
     """Replace `folder` (when it is there) by an empty one that holds only `keep`, each at its own path."""
-    q = _q(folder)
-    lines = [f"if [ -d {q} ]; then", f'  mkdir "{stage}"']
+    where = q(folder)
+    lines = [f"if [ -d {where} ]; then", f'  mkdir "{stage}"']
     for i, path in enumerate(keep):
-        lines += [f'  mkdir "{stage}/{i}"', f'  mount --rbind {_q(path)} "{stage}/{i}"']
-    lines.append(f"  mount -t tmpfs -o mode={mode} tmpfs {q}")
+        lines += [f'  mkdir "{stage}/{i}"', f'  mount --rbind {q(path)} "{stage}/{i}"']
+    lines.append(f"  mount -t tmpfs -o mode={mode} tmpfs {where}")
     for i, path in enumerate(keep):
-        lines += [f"  mkdir -p {_q(path)}", f'  mount --rbind "{stage}/{i}" {_q(path)}',
+        lines += [f"  mkdir -p {q(path)}", f'  mount --rbind "{stage}/{i}" {q(path)}',
                   f'  umount -R "{stage}/{i}"', f'  rmdir "{stage}/{i}"']
     return lines + [f'  rmdir "{stage}"', "fi"]
-
-
-def _outermost(paths: list[Path]) -> list[Path]:
-    """The paths not inside another of them (keeping the outer one keeps the inner)."""
-    unique = list(dict.fromkeys(paths))
-    return [p for p in unique if not any(o != p and o in p.parents for o in unique)]
-
-
-def _q(path: Path) -> str:
-    return shlex.quote(str(path))

@@ -62,6 +62,11 @@ def wipe(number: int) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def kill_broker(port: int) -> None:
+    """kill -9 our broker on `port` (a crash), and wait until nothing answers there."""
+    pid = int((broker.data_dir(port, "kafka") / "broker.pid").read_text())
+    os.killpg(pid, signal.SIGKILL)
+    wait_until(lambda: broker.probe(f"127.0.0.1:{port}", timeout=0.5) == "closed", 10)
 
 
 def wait_until(condition, timeout: float) -> bool:

@@ -2,28 +2,18 @@
 not delivered, it rides out a broker outage, and it stops within seconds whatever the broker does."""
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
 
 import pytest
 
-from faultkit import ROOT, wait_until
+from faultkit import ROOT, kill_broker, wait_until
 from streamlab.lab import broker, topics
 from streamlab.lab.producer import BACKGROUND_OPTIONS, BackgroundProducer
 
 pytestmark = pytest.mark.broker
 BOUND_S = 20  # "within seconds", generous for a loaded 2-core CI machine
-
-
-def _kill_broker(port: int) -> None:
-    pid = int((broker.data_dir(port, "kafka") / "broker.pid").read_text())
-    os.killpg(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while broker.probe(f"127.0.0.1:{port}", timeout=0.5) != "closed" and time.monotonic() < deadline:
-        time.sleep(0.1)
 
 
 def test_batches_never_expire():
@@ -38,7 +28,7 @@ def test_a_broker_outage_loses_nothing(port):
     producer = BackgroundProducer(name, rate=200, bootstrap=address, key_fn=lambda i: None, value_fn=str).start()
     try:
         assert wait_until(lambda: producer.delivered >= 200, 30)
-        _kill_broker(port)
+        kill_broker(port)
         time.sleep(8)
         during = producer.sent
         assert producer.pending > 0, repr(producer)
@@ -63,7 +53,7 @@ def test_stop_with_the_broker_gone_is_quick_and_counts_the_loss(port, capsys):
     name = topics.create_topic(topics.unique_name("gone"), 1, address)
     producer = BackgroundProducer(name, rate=200, bootstrap=address).start()
     assert wait_until(lambda: producer.delivered >= 100, 30)
-    _kill_broker(port)
+    kill_broker(port)
     time.sleep(3)
     started = time.monotonic()
     sent = producer.stop()
@@ -145,7 +135,7 @@ def test_a_producer_closed_with_the_broker_gone_prints_nothing_later(port):
     producer.flush(timeout=30)  # the topic's metadata is known from here on
     for i in range(10):
         producer.send(name, str(i).encode())  # pending: linger_ms holds them in the accumulator
-    _kill_broker(port)
+    kill_broker(port)
     started = time.monotonic()
     close_now(producer, timeout=0.5)
     assert time.monotonic() - started < BOUND_S

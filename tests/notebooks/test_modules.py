@@ -35,10 +35,14 @@ GRADERS, LAB_RUNS = 3, 2
 
 
 @functools.cache
+def _solution(aid: str):
+    """A solution notebook, read once (collection asks three questions of each, a test one more)."""
+    return nbformat.read(SOURCE / aid / f"{aid}.ipynb", as_version=4)
+
+
 def _code(aid: str) -> list[str]:
-    """The code cells of a solution, read once (collection asks three questions of each)."""
-    nb = nbformat.read(SOURCE / aid / f"{aid}.ipynb", as_version=4)
-    return [cell.source for cell in nb.cells if cell.cell_type == "code"]
+    """The code cells of a solution."""
+    return [cell.source for cell in _solution(aid).cells if cell.cell_type == "code"]
 
 
 def _judged_on_outcomes(aid: str) -> bool:
@@ -192,8 +196,8 @@ def test_constant_and_wrong_answers_earn_nothing_where_checks_read_what_the_note
     replaced earns 0, every other one full marks."""
     aid, results, _ = outcome
     outcomes = {exercise_of(gid) for gid, source in _tests(aid) if OUTCOME.search(source)}
-    assert set(CHEATS.get(aid, {}).get("constant", {})) | set(CHEATS.get(aid, {}).get("wrong", {})) >= {
-        f"{ex}_answer" for ex in outcomes}, f"{aid}: exercises judged on outcomes with no cheat in cheats.py"
+    assert set().union(*CHEATS.get(aid, {}).values()) >= {f"{ex}_answer" for ex in outcomes}, (
+        f"{aid}: exercises judged on outcomes with no cheat in cheats.py")
     for student, answers in CHEATS.get(aid, {}).items():
         graded = results[student]
         assert graded.error is None, f"{aid}, {student} answers: could not be graded: {graded.error}"
@@ -211,8 +215,7 @@ def _tests(aid: str) -> list[tuple[str, str]]:
     """(grade id, source) of a solution's test cells."""
     from grader.runner import is_test
 
-    nb = nbformat.read(SOURCE / aid / f"{aid}.ipynb", as_version=4)
-    return [(grade_id(cell), cell.source) for cell in nb.cells if is_test(cell)]
+    return [(grade_id(cell), cell.source) for cell in _solution(aid).cells if is_test(cell)]
 
 
 @pytest.mark.timeout(3600)

@@ -7,8 +7,6 @@ seconds; this one waits out more than two minutes, so it runs in lane 2 (tests/l
 """
 from __future__ import annotations
 
-import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -16,7 +14,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "faults"))
-from faultkit import free_port, processes_of, wait_until, wipe  # noqa: E402
+from faultkit import free_port, kill_broker, processes_of, wait_until, wipe  # noqa: E402
 
 from streamlab.lab import broker, topics  # noqa: E402
 from streamlab.lab.producer import BackgroundProducer  # noqa: E402
@@ -40,7 +38,7 @@ def test_a_broker_outage_longer_than_the_clients_delivery_timeout_loses_nothing(
         producer = BackgroundProducer(name, rate=100, bootstrap=address, key_fn=lambda i: None, value_fn=str).start()
         try:
             assert wait_until(lambda: producer.delivered >= 100, 30), repr(producer)
-            os.killpg(int((folder / "broker.pid").read_text()), signal.SIGKILL)
+            kill_broker(number)
             time.sleep(OUTAGE_S)
             during = producer.sent
             assert producer.pending > 0 and producer.failed == 0, repr(producer)
