@@ -55,7 +55,7 @@ def _lab(port: int) -> int:
     import signal
     import subprocess
 
-    from streamlab.lab.broker import broker_port, external_bootstrap, probe, stop_broker
+    from streamlab.lab.broker import broker_port, external_bootstrap, probe
 
     if probe(f"127.0.0.1:{port}", timeout=1.0) != "closed":
         print(f"error: port {port} is taken (is a lab already running? `jupyter server list` shows it); "

@@ -11,6 +11,10 @@ partition 0; `wait()` counts, from the destinations themselves, every acknowledg
 fetch nothing, records are produced, the leader is killed and the followers resumed. A follower becomes leader
 without the records only the old leader had: those that `acks=1` acknowledged are gone; `acks=all` never
 acknowledged them.
+
+`unclean_experiment` goes further: a partition's only in-sync replica dies and an out-of-sync one is elected, so
+records that were acknowledged and already read vanish. Two queries show what `failOnDataLoss` does with that: `true`
+fails when the offsets go backwards, `false` reads on over offsets it had read with other records.
 """
 from __future__ import annotations
 
@@ -429,3 +433,117 @@ def acks_experiment(acks: str, records: int = 50, bootstrap: str | None = None) 
     return {"acks": acks, "produced while followers paused": records, "acknowledged": acked,
             "on the new leader": present, "acknowledged but lost": max(0, acked - present),
             "old leader": leader, "new leader": new, "election s": election}
+
+
+def _until(condition, timeout: float, step: float = 0.3) -> bool:
+    """Poll `condition` (its errors count as False) until it holds or `timeout` seconds pass; whether it held."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return True
+        except Exception:  # noqa: BLE001 - a metadata read sent to a broker just killed: ask again
+            pass
+        time.sleep(step)
+    return False
+
+
+# The driver's offset fetch that meets the dead leader waits out the admin client's default.api.timeout.ms (60 s
+# by default: measured here, a minute's stall after the election) before Spark asks again; 10 s keeps the lesson short.
+UNCLEAN_TIMEOUTS = {"kafka.default.api.timeout.ms": "10000", "kafka.request.timeout.ms": "5000"}
+
+
+def unclean_experiment(spark, records: int = 20, bootstrap: str | None = None) -> dict:
+    """Two queries read one partition (failOnDataLoss true and false) whose only in-sync replica dies, and an
+    out-of-sync replica is elected (unclean); return what each query did and what it had read that is gone."""
+    import streamlab
+    from kafka import KafkaProducer
+
+    _need_cluster()
+    bootstrap = bootstrap or cluster.bootstrap()
+    old, new = 1, 2  # the partition's two replicas, leader first; node 3 holds none and keeps the quorum
+    topic = streamlab.new_topic("unclean", assignment={0: [old, new]},
+                                configs={"min.insync.replicas": "1", "unclean.leader.election.enable": "true"})
+    seen: dict[str, list] = {"true": [], "false": []}
+
+    def reader(fail: str):
+        def batch(frame, _batch_id):
+            seen[fail].extend((r.offset, r.value.decode()) for r in frame.select("offset", "value").collect())
+        return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", topic).option("startingOffsets", "earliest").option("failOnDataLoss", fail)
+                .options(**UNCLEAN_TIMEOUTS)
+                .load().writeStream.foreachBatch(batch).queryName(f"failOnDataLoss={fail}")
+                .option("checkpointLocation", streamlab.new_checkpoint("unclean"))
+                .trigger(processingTime="500 milliseconds").start())
+
+    def produce(label: str, servers: str) -> int:
+        producer = KafkaProducer(bootstrap_servers=servers, acks="all", enable_idempotence=True, linger_ms=0,
+                                 request_timeout_ms=5000)
+        try:
+            futures = [producer.send(topic, f"{label}-{i}".encode(), partition=0) for i in range(records)]
+            acked = 0
+            for future in futures:
+                try:
+                    future.get(timeout=15)
+                    acked += 1
+                except Exception:  # noqa: BLE001 - not acknowledged: counted as such
+                    pass
+            return acked
+        finally:
+            close_now(producer, timeout=2)
+
+    def read_all(n: int) -> bool:
+        return all(len(rows) >= n for rows in seen.values())
+
+    queries = {fail: reader(fail) for fail in ("true", "false")}
+    elected = failed = None
+    try:
+        acked = produce("before", bootstrap)  # both replicas in sync
+        _until(lambda: read_all(records), 120)
+        cluster.kill_node(new)  # the follower dies: fenced within seconds, the ISR shrinks to the leader alone
+        _until(lambda: cluster.isr_of(topic) == [old], 30)
+        acked += produce("after", bootstrap)  # acks=all with min.insync.replicas=1: the leader alone acknowledges
+        _until(lambda: read_all(2 * records), 60)
+        read_before = min(len(rows) for rows in seen.values())
+        cluster.kill_node(old)  # the only in-sync replica dies; the out-of-sync one comes back
+        began = time.monotonic()
+        cluster.start_node(new)
+        if _until(lambda: cluster.leader_of(topic) == new, 60):
+            elected = round(time.monotonic() - began, 1)
+        if _until(lambda: not queries["true"].isActive, 90):
+            failed = round(time.monotonic() - began, 1)
+        time.sleep(2)  # the other query plans a batch on the new leader before anything more is written
+        alive = ",".join(b for b in bootstrap.split(",") if cluster.node_of_port(b) != old)
+        acked += produce("later", alive)
+        _until(lambda: sum(v.startswith("later") for _o, v in seen["false"]) >= records, 30)
+        from streamlab.lab.topics import records as read_records
+
+        kept = {r.value.decode() for r in read_records(topic, alive, False, 20)}
+    finally:
+        for query in queries.values():
+            try:
+                query.stop()
+            except Exception:  # noqa: BLE001 - the failed one is already stopped
+                pass
+        if cluster.node_pid(old) is None:
+            cluster.start_node(old)  # the next experiment needs all three
+        if cluster.node_pid(new) is None:
+            cluster.start_node(new)
+    error = queries["true"].exception()
+    offsets: dict[int, set] = {}
+    for offset, value in seen["false"]:
+        offsets.setdefault(offset, set()).add(value)
+    later = sum(value.startswith("later") for _offset, value in seen["false"])
+    result = {
+        "acknowledged (acks=all)": acked,
+        "read by each query before the election": read_before,
+        "election": f"node {old}, the only in-sync replica, killed; node {new}, out of sync, "
+                    + (f"elected after {elected} s" if elected is not None else "not elected within 60 s"),
+        "acknowledged, read, then gone": sum(1 for i in range(records) if f"after-{i}" not in kept),
+        "failOnDataLoss=true": (f"failed {failed} s after the kill: {first_line(error)}" if error
+                                else "still running"),
+        "failOnDataLoss=false": f"read on: {later} records written after the election, at "
+                                f"{sum(1 for values in offsets.values() if len(values) > 1)} offsets where it had "
+                                "read other records before",
+    }
+    return result

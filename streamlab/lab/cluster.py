@@ -451,7 +451,9 @@ def _admin(password: str | None = None, timeout_ms: int = 10_000, user: str = AD
     if password:
         extra = dict(security_protocol="SASL_PLAINTEXT", sasl_mechanism=SCRAM_MECHANISM,
                      sasl_plain_username=user, sasl_plain_password=password)
-    return KafkaAdminClient(bootstrap_servers=bootstrap(), client_id="streamlab-cluster",
+    # Only brokers that run: kafka-python's admin fails a request sent to a killed broker it was handed.
+    running = [f"127.0.0.1:{port}" for node, port in enumerate(ports().brokers, 1) if node_pid(node)]
+    return KafkaAdminClient(bootstrap_servers=",".join(running) or bootstrap(), client_id="streamlab-cluster",
                             request_timeout_ms=timeout_ms, **extra)
 
 

@@ -543,8 +543,9 @@ def check_broker() -> None:
                        "(`python -m streamlab broker start`, or re-run the setup cell).")
 
 
-def new_topic(prefix: str = "lab", partitions: int = 1, configs: dict | None = None) -> str:
-    """A fresh topic for this notebook (with topic `configs`, if any), deleted by cleanup()."""
+def new_topic(prefix: str = "lab", partitions: int = 1, configs: dict | None = None,
+              assignment: dict[int, list[int]] | None = None) -> str:
+    """A fresh topic for this notebook (with topic `configs` and a replica `assignment`, if any), deleted by cleanup()."""
     if not _bootstrap:
         _bootstrap.append(ensure_broker())
     from streamlab.lab.owners import topic_name
@@ -552,7 +553,7 @@ def new_topic(prefix: str = "lab", partitions: int = 1, configs: dict | None = N
     # The name carries this kernel's owner token, so the next setup() deletes it if this kernel dies uncleanly.
     # In a workshop the learner's prefix comes first: their ACLs cover only names starting with it.
     name = _topics.create_topic(topic_name(_topics.access.topic_prefix() + prefix), partitions, _bootstrap[0],
-                                configs=configs)
+                                configs=configs, assignment=assignment)
     _made_topics.append(name)
     return name
 

@@ -25,8 +25,10 @@ def unique_name(prefix: str = "lab") -> str:
 
 
 def create_topic(name: str, partitions: int = 1, bootstrap: str | None = None, replace: bool = False,
-                 configs: dict | None = None) -> str:
-    """Create `name` with `partitions` partitions and topic `configs` (optionally deleting it first); wait until listed."""
+                 configs: dict | None = None, assignment: dict[int, list[int]] | None = None) -> str:
+    """Create `name` with `partitions` partitions and topic `configs` (optionally deleting it first); wait until listed.
+
+    `assignment` ({partition: [broker ids, the leader first]}) places the replicas instead of the broker."""
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
@@ -37,7 +39,10 @@ def create_topic(name: str, partitions: int = 1, bootstrap: str | None = None, r
             _wait(lambda: name not in client.list_topics())
         try:
             # -1: the broker's default replication factor (1 on the single broker, 3 on the cluster)
-            client.create_topics([NewTopic(name, partitions, -1, topic_configs=configs or {})])
+            if assignment:
+                client.create_topics([NewTopic(name, replica_assignments=assignment, topic_configs=configs or {})])
+            else:
+                client.create_topics([NewTopic(name, partitions, -1, topic_configs=configs or {})])
         except TopicAlreadyExistsError:
             pass
         _wait(lambda: len(_partitions(client, name)) >= partitions)

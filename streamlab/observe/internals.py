@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import dataclass, field
 
 from streamlab.errors import first_line

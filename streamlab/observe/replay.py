@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import html
 import json
-import re
 from contextlib import contextmanager
 from pathlib import Path
 

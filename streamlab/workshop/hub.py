@@ -140,7 +140,7 @@ def configure(c, root: str) -> None:
     c.Spawner.environment = {"JUPYTERHUB_ACTIVITY_INTERVAL": str(settings.activity_interval_s)}
     c.Authenticator.admin_users = {settings.instructor}
     if settings.auth == "lti":
-        c.JupyterHub.authenticator_class = "ltiauthenticator.lti13.auth.LTI13Authenticator"
+        c.JupyterHub.authenticator_class = WorkshopLTIAuthenticator
         for key, value in settings.lti.items():  # issuer, client_id, authorize_url, jwks_endpoint, username_key
             setattr(c.LTI13Authenticator, key, value)
         c.Authenticator.allow_all = True  # the LMS decides who launches the course
@@ -392,6 +392,27 @@ class WorkshopNativeAuthenticator(NativeAuthenticator):
         """Its handlers, with the login page's statsd call made harmless."""
         return [(path, _LoginHandler if handler is _NativeLogin else handler)
                 for path, handler in super().get_handlers(app)]
+
+
+from ltiauthenticator.lti13.auth import LTI13Authenticator  # noqa: E402
+from ltiauthenticator.lti13.error import LoginError  # noqa: E402
+
+
+class WorkshopLTIAuthenticator(LTI13Authenticator):
+    """LTI 1.3 launches from the LMS, refused (the learner sees why) when the launch's user name is no learner name."""
+
+    def get_username(self, token):
+        """The launch's `username_key` claim (its `sub` when it has none), if the hub can make it a learner."""
+        from streamlab.errors import LabError
+        from streamlab.workshop.kafka import check_name
+
+        name = super().get_username(token)
+        try:
+            check_name(self.normalize_username(name))
+        except LabError as exc:
+            raise LoginError(f"{exc}; the hub takes it from the launch's {self.username_key!r} claim, or its "
+                             "'sub' when it has none (docs/workshop.md, LTI 1.3)") from None
+        return name
 
 
 ACCOUNTS_NOTE = ("the course's Python is not executable by other accounts (e.g. pyenv under /root), so learners "

@@ -87,6 +87,11 @@ def test_module_9_as_a_learner_runs_it_on_the_cluster(running_cluster, tmp_path)
     assert not found, f"{aid} as a learner runs it on the cluster: {found}"
     assert cluster.master_url() in lab["setup"] and cluster.bootstrap() in lab["setup"], lab["setup"]
     assert cluster.alive_workers() == 2, "the module left the cluster short of a Worker"
+    # the unclean election, live: acknowledged and read records gone, one query failed, the other read on
+    unclean = next(text for text in lab["shown"].values() if "failOnDataLoss=true" in text)
+    print(unclean)
+    assert "'acknowledged, read, then gone': 20" in unclean and "'acknowledged (acks=all)': 60" in unclean, unclean
+    assert "offset was changed from 40 to 20" in unclean and "read on: 20 records" in unclean, unclean
 
 
 @pytest.mark.parametrize("module", ["00-setup"])
