@@ -86,6 +86,16 @@ def _lab(port: int) -> int:
         if not ran_before:
             _broker.mark_lab_started()
     proc = subprocess.Popen(cmd, env=env, cwd=root)
+
+    class Ended(Exception):
+        """SIGTERM or SIGHUP (a `kill`, a closed terminal): by default Python would die here and leave JupyterLab
+        and its kernels running."""
+
+    def ended(signum, _frame):
+        raise Ended(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, ended)
     try:
         return proc.wait()
     except KeyboardInterrupt:
@@ -95,6 +105,13 @@ def _lab(port: int) -> int:
         except (KeyboardInterrupt, subprocess.TimeoutExpired):
             proc.kill()
             return 130
+    except Ended as why:
+        proc.terminate()  # JupyterLab shuts its kernels down on SIGTERM, and with them their Spark
+        try:
+            return proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return 128 + why.args[0]
     finally:
         if not ran_before and on_cluster:
             print(f"{cluster.stop()} (this lab started the cluster)")

@@ -23,6 +23,7 @@ import signal
 import threading
 import time
 
+from streamlab.demo.controls import answer_while_busy
 from streamlab.lab import cluster
 from streamlab.lab.producer import close_now
 from streamlab.errors import LabError, first_line
@@ -72,6 +73,7 @@ class FailoverDemo:
         self._player: threading.Thread | None = None
         self._box = None
         self._html = None
+        self._buttons: tuple = ()
         self.result: dict | None = None
 
     # --- running ------------------------------------------------------------------------------------------------
@@ -274,6 +276,8 @@ class FailoverDemo:
                 break
             time.sleep(0.5)
         self._stop.set()
+        for button in self._buttons:
+            button.disabled = True
         self._producer.join(timeout=90)
         self.restart_nodes()
         # Drain: wait while batches keep coming (a loaded machine is slow, not stuck), at most DRAIN_S without one.
@@ -314,13 +318,19 @@ class FailoverDemo:
                                    layout=widgets.Layout(width="230px"))
         kill_leader = widgets.Button(description="kill partition 0's leader", button_style="warning",
                                      layout=widgets.Layout(width="230px"))
-        kill_exec.on_click(self.kill_executor)
+        kill_exec.on_click(lambda _b: self._safely(self.kill_executor))
         kill_leader.on_click(lambda _b: self._safely(self.kill_leader))
+        self._buttons = (kill_exec, kill_leader)
+        # Under Run All the kernel is busy in wait(): a subshell hears the buttons (or they would act after it).
+        answer_while_busy(self._buttons)
         self._html = widgets.HTML(value=self.html())
         self._box = widgets.VBox([widgets.HBox([kill_exec, kill_leader]), self._html])
         display(self._box)
 
     def _safely(self, action) -> None:
+        if self._stop.is_set():
+            self._event("the demo has ended: its buttons act while it runs (run its cell again for another)")
+            return
         try:
             action()
         except Exception as exc:

@@ -327,17 +327,30 @@ def _start_worker(worker: int) -> None:
                                        "--memory", WORKER_MEMORY, "--work-dir", str(work)])
 
 
-def alive_workers(timeout: float = 2.0) -> int:
-    """How many Workers the Master lists as ALIVE (from its UI's JSON), 0 when it does not answer."""
+def master_state(timeout: float = 2.0) -> dict:
+    """What the Master's UI reports (workers, active applications and their cores), {} when it does not answer."""
     import json
     import urllib.request
 
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ports().master_ui}/json/", timeout=timeout) as answer:
-            state = json.load(answer)
-    except Exception:
-        return 0
-    return sum(1 for w in state.get("workers", []) if w.get("state") == "ALIVE")
+            return json.load(answer)
+    except Exception:  # noqa: BLE001 - not started, or killed: nothing to report
+        return {}
+
+
+def alive_workers(timeout: float = 2.0) -> int:
+    """How many Workers the Master lists as ALIVE (from its UI's JSON), 0 when it does not answer."""
+    return sum(1 for w in master_state(timeout).get("workers", []) if w.get("state") == "ALIVE")
+
+
+def cores_held_elsewhere(app_id: str) -> list[str]:
+    """The other running applications that hold every core of the cluster, one line each (none: cores are free)."""
+    state = master_state()
+    if not state or state.get("coresused", 0) < state.get("cores", 0):
+        return []
+    return [f"{app['id']} ({app.get('name')}, {app.get('cores')} cores, since {app.get('submitdate')})"
+            for app in state.get("activeapps", []) if app.get("id") != app_id and app.get("cores")]
 
 
 # --- the cluster -----------------------------------------------------------------------------------------------

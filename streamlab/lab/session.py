@@ -111,8 +111,38 @@ def spark():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    if master.startswith("spark://"):
+        _await_executors(session, master)
     _enable_kafka(session)
     return session
+
+
+EXECUTORS_WAIT_S = 90.0  # executors are JVMs the Workers start: seconds, more on a loaded machine
+HELD_S = 10.0  # a driver that just ended may still hold its cores for a moment: a refusal waits this long
+
+
+def _await_executors(session, master: str) -> None:
+    """Wait until the cluster gave this session an executor; one that gets none says why (and is stopped), instead
+    of every query waiting without a word."""
+    import time
+
+    from streamlab.lab import cluster
+
+    context = session.sparkContext
+    lab_cluster = master == cluster.master_url() and not os.environ.get("SPARK_MASTER")
+    began = time.monotonic()
+    while context._jsc.sc().getExecutorMemoryStatus().size() < 2:  # the driver's block manager counts as one
+        waited = time.monotonic() - began
+        held = cluster.cores_held_elsewhere(context.applicationId) if lab_cluster and waited > HELD_S else []
+        if held or waited > EXECUTORS_WAIT_S:
+            session.stop()
+            if held:
+                raise LabError("The cluster's cores are all held by another Spark application, most likely another "
+                               f"notebook's kernel: {'; '.join(held)}. Shut that kernel down (Kernel > Shut Down "
+                               "Kernel, or streamlab.cleanup(spark) and spark.stop() in it), then run this cell again.")
+            raise LabError(f"The cluster at {master} gave this session no executor within {EXECUTORS_WAIT_S:.0f} s: "
+                           "its Workers may be down or busy with other applications (its Master's UI shows which).")
+        time.sleep(0.25)
 
 
 def _cap_for_workshop(conf: dict) -> None:

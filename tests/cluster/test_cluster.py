@@ -119,6 +119,40 @@ def test_modules_run_on_the_cluster(running_cluster, module):
     assert cluster.master_url() in setup_out and cluster.bootstrap() in setup_out, setup_out
 
 
+SETUP = ("import streamlab, sys\n"
+         "try:\n    streamlab.setup(cluster=True)\nexcept Exception as exc:\n    print('REFUSED', exc, flush=True)\n"
+         "    sys.exit(1)\nprint('READY', flush=True)\nsys.stdin.read()")
+
+
+def test_a_second_notebook_on_a_full_cluster_is_told_who_holds_its_cores(running_cluster):
+    """Two kernels on the lab's cluster: the first holds both cores; the second's setup says so in one line, in
+    seconds, instead of every query waiting for an executor that never comes."""
+    import time
+
+    env = dict(os.environ, STREAMLAB_CLUSTER="1")
+    env.pop("KAFKA_BOOTSTRAP", None)
+    first = subprocess.Popen([sys.executable, "-c", SETUP], env=env, cwd=ROOT, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        said = []
+        for line in first.stdout:  # setup's own lines, then READY (or REFUSED, and its end)
+            said.append(line)
+            if line.startswith(("READY", "REFUSED")):
+                break
+        assert said and said[-1].startswith("READY"), said
+        began = time.monotonic()
+        second = subprocess.run([sys.executable, "-c", SETUP], env=env, cwd=ROOT, stdin=subprocess.DEVNULL,
+                                capture_output=True, text=True, timeout=300)
+        lines = [ln for ln in second.stdout.splitlines() if ln.startswith("REFUSED")]
+        print(lines, f"{time.monotonic() - began:.1f} s")
+        assert second.returncode == 1 and lines, second.stdout[-2000:] + second.stderr[-2000:]
+        assert "held by another Spark application" in lines[0] and "Shut that kernel down" in lines[0], lines[0]
+    finally:
+        first.stdin.close()
+        first.wait(timeout=60)
+    assert cluster.alive_workers() == 2
+
+
 def test_start_stop_and_restart_after_kill_9(running_cluster):
     from streamlab.lab.topics import create_topic, list_topics
 

@@ -164,9 +164,10 @@ def _wait_http(url: str, timeout: float) -> bool:
     return False
 
 
-@pytest.mark.parametrize("broker_ran_before", [False, True])
-def test_lab_stops_only_a_broker_it_started(port, broker_ran_before):
-    """Ctrl-C in `make lab` stops JupyterLab, and the broker only when this lab started it."""
+@pytest.mark.parametrize("broker_ran_before, stop", [(False, "ctrl-c"), (True, "kill")])
+def test_lab_stops_only_a_broker_it_started(port, broker_ran_before, stop):
+    """Ctrl-C in `make lab` (or `kill` on it, or closing its terminal) stops JupyterLab, and the broker only when this
+    lab started it."""
     if broker_ran_before:
         broker.ensure_broker()
     lab_port = _free_port()
@@ -175,12 +176,15 @@ def test_lab_stops_only_a_broker_it_started(port, broker_ran_before):
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         assert _wait_http(f"http://127.0.0.1:{lab_port}/api/status", 180), "JupyterLab did not answer"
-        os.killpg(lab.pid, signal.SIGINT)  # what Ctrl-C in the terminal does: the whole foreground group
+        if stop == "ctrl-c":
+            os.killpg(lab.pid, signal.SIGINT)  # what Ctrl-C in the terminal does: the whole foreground group
+        else:
+            lab.terminate()  # `kill <pid>` on the lab's own process: JupyterLab is not told by anyone else
         lab.wait(timeout=40)
     finally:
         if lab.poll() is None:
             os.killpg(lab.pid, signal.SIGKILL)
-    assert not _wait_http(f"http://127.0.0.1:{lab_port}/api/status", 1), "JupyterLab outlived Ctrl-C"
+    assert not _wait_http(f"http://127.0.0.1:{lab_port}/api/status", 1), f"JupyterLab outlived {stop}"
     running = broker.probe(f"127.0.0.1:{port}") == "kafka"
     assert running == broker_ran_before, (
         "the lab stopped a broker it did not start" if broker_ran_before else "the lab left its broker running")
