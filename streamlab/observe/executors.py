@@ -91,17 +91,32 @@ def read_map(spark, batch_df, work_s: float = 0.0) -> list[dict]:
     return sorted(rows, key=lambda r: (r["partition"] if r["partition"] is not None else -1, r["attempt"]))
 
 
-def localities(spark, bootstrap: str, topic: str, options: dict | None = None) -> dict[str, int]:
-    """Read `topic` from its start in one capped-free availableNow run with `options`; count its read tasks by
-    the locality the scheduler gave them (PROCESS_LOCAL: on the executor the range preferred)."""
+def preferred_locations(spark, batch_df) -> list[str | None]:
+    """Per read task of a micro-batch (inside foreachBatch), the executor its plan prefers ('executor_<host>_<id>'),
+    None where it has none: what the scheduler is asked, from the RDD's preferred locations."""
+    rdd = batch_df._jdf.queryExecution().toRdd()
+    scheduler = spark.sparkContext._jsc.sc().dagScheduler()
+    found = [scheduler.getPreferredLocs(rdd, i) for i in range(rdd.getNumPartitions())]
+    return [locs.head().toString() if locs.nonEmpty() else None for locs in found]
+
+
+def localities(spark, bootstrap: str, topic: str, options: dict | None = None) -> dict:
+    """Read `topic` from its start in one capped-free availableNow run with `options`: how many read tasks, how many
+    had a preferred executor, and the locality the scheduler reported for them. A task with no preference is
+    reported PROCESS_LOCAL too (TaskSetManager.dequeueTask gives a `noPrefs` task that level), so only the plan's
+    preferences tell the two paths apart."""
     import tempfile
 
-    seen: dict[str, int] = {}
+    seen: dict = {"read tasks": 0, "with a preferred executor": 0, "reported locality": {}}
 
     def batch(batch_df, _batch_id):
+        preferred = preferred_locations(spark, batch_df)
+        seen["with a preferred executor"] += sum(1 for where in preferred if where)
         for task in read_map(spark, batch_df):
             if task["status"] == "SUCCESS":
-                seen[task["locality"]] = seen.get(task["locality"], 0) + 1
+                seen["read tasks"] += 1
+                reported = seen["reported locality"]
+                reported[task["locality"]] = reported.get(task["locality"], 0) + 1
 
     reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", topic).option("startingOffsets", "earliest"))
@@ -112,4 +127,4 @@ def localities(spark, bootstrap: str, topic: str, options: dict | None = None) -
                  .trigger(availableNow=True).start())
         query.awaitTermination(120)
         query.stop()
-    return dict(sorted(seen.items()))
+    return seen

@@ -7,6 +7,7 @@ Ports: $STREAMLAB_CLUSTER_PORT (9292..9297), $STREAMLAB_SPARK_PORT (7077, 7078-7
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -87,6 +88,11 @@ def test_module_9_as_a_learner_runs_it_on_the_cluster(running_cluster, tmp_path)
     assert not found, f"{aid} as a learner runs it on the cluster: {found}"
     assert cluster.master_url() in lab["setup"] and cluster.bootstrap() in lab["setup"], lab["setup"]
     assert cluster.alive_workers() == 2, "the module left the cluster short of a Worker"
+    # the preferred executor, kept on the plain path and lost with minPartitions above the range count
+    read = ast.literal_eval(next(text for text in lab["shown"].values() if "minPartitions=8" in text))
+    plain, split = read["plain"], read["minPartitions=8"]
+    assert plain["with a preferred executor"] == plain["read tasks"] > 0, read
+    assert split["with a preferred executor"] == 0 < split["read tasks"], read
     # the unclean election, live: acknowledged and read records gone, one query failed, the other read on
     unclean = next(text for text in lab["shown"].values() if "failOnDataLoss=true" in text)
     print(unclean)
