@@ -1,6 +1,7 @@
 """The lab's cluster (streamlab.lab.cluster): brokers and executors killed under a running query with the copies
 counted, start / stop / restart after kill -9, SCRAM refusing a wrong password, module 9 run as a learner runs it
-(Run All, then going back) and module 0 graded-style on it.
+(Run All, then going back), modules 0 and 1 graded-style on it (issue 19: modules 0-8 run on it unchanged),
+a second notebook told who holds the cluster's cores.
 
 Ports: $STREAMLAB_CLUSTER_PORT (9292..9297), $STREAMLAB_SPARK_PORT (7077, 7078-7079) and $STREAMLAB_SPARK_UI_PORT
 (8080-8082). The kill runs happen in a child process: a SparkContext is one per process, and the suite's is local.
@@ -100,7 +101,7 @@ def test_module_9_as_a_learner_runs_it_on_the_cluster(running_cluster, tmp_path)
     assert "offset was changed from 40 to 20" in unclean and "read on: 20 records" in unclean, unclean
 
 
-@pytest.mark.parametrize("module", ["00-setup"])
+@pytest.mark.parametrize("module", ["00-setup", "01-source-internals"])
 def test_modules_run_on_the_cluster(running_cluster, module):
     import nbformat
     from nbclient import NotebookClient
