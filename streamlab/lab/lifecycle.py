@@ -33,9 +33,15 @@ def setup(cluster: bool = False):
 
     cluster=True (or $STREAMLAB_CLUSTER=1): three Kafka brokers and a Spark standalone cluster (streamlab.lab.cluster).
     """
-    if cluster and os.environ.get("STREAMLAB_GRADING") == "1" and os.environ.get("KAFKA_BOOTSTRAP"):
-        # The grader's kernel uses the machine's broker and starts nothing: a module's cluster demos say so.
-        print("cluster   not started while grading (the graded checks need no cluster)")
+    if cluster and os.environ.get("KAFKA_BOOTSTRAP"):
+        # The grader's kernel, a workshop's server or a team's lab: their Kafka is another's, and the cluster demos
+        # kill the lab's own brokers and executors, so nothing is started (module 9's demos then say they need it).
+        if os.environ.get("STREAMLAB_GRADING") == "1":
+            print("cluster   not started while grading (the graded checks need no cluster)")
+        else:
+            print(f"cluster   not started: this lab uses the Kafka at KAFKA_BOOTSTRAP ({os.environ['KAFKA_BOOTSTRAP']}, "
+                  "a workshop's or a team's); the cluster demos kill brokers and executors of the lab's own cluster: "
+                  "run them on your machine with `make lab CLUSTER=1`")
     elif cluster:
         os.environ["STREAMLAB_CLUSTER"] = "1"
     bootstrap = ensure_broker()

@@ -129,6 +129,8 @@ def _await_executors(session, master: str) -> None:
     from streamlab.lab import cluster
 
     context = session.sparkContext
+    if context.getConf().get("spark.dynamicAllocation.enabled", "false") == "true":
+        return  # executors come with the first job, not before
     lab_cluster = master == cluster.master_url() and not os.environ.get("SPARK_MASTER")
     began = time.monotonic()
     while context._jsc.sc().getExecutorMemoryStatus().size() < 2:  # the driver's block manager counts as one

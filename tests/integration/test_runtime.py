@@ -128,3 +128,21 @@ def test_a_failing_catch_up_job_reports_its_cause_in_one_line(spark, topic, boot
                                        {"availableNow": True}, timeout=60, bootstrap=bootstrap)
     assert refused["error"] == ("IllegalArgumentException: The value of minOffsetPerTrigger(50) is higher than the "
                                 "maxOffsetsPerTrigger(5)."), refused
+
+
+def test_the_cluster_is_not_started_where_the_lab_uses_another_kafka(bootstrap, tmp_path):
+    """A workshop's server, a team's lab or the compose lab sets KAFKA_BOOTSTRAP: module 9's setup(cluster=True) then
+    starts no cluster of its own (three brokers and a Spark cluster inside a learner's server) and says why."""
+    from streamlab.lab import cluster
+
+    port = "29292"  # a cluster port nobody uses: its folder must not appear
+    env = dict(os.environ, KAFKA_BOOTSTRAP=bootstrap, STREAMLAB_CLUSTER_PORT=port, TMPDIR=str(tmp_path))
+    env.pop("STREAMLAB_CLUSTER", None)
+    done = subprocess.run([sys.executable, "-c", "import streamlab; s, b = streamlab.setup(cluster=True); "
+                           "print('MASTER', s.sparkContext.master); streamlab.cleanup(s)"],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=Path(__file__).parents[2])
+    assert done.returncode == 0, done.stderr[-2000:]
+    said = [line for line in done.stdout.splitlines() if line.startswith("cluster ")]
+    assert len(said) == 1 and "not started" in said[0] and "make lab CLUSTER=1" in said[0], done.stdout
+    assert "MASTER local[" in done.stdout, done.stdout
+    assert not cluster.folder().with_name(f"cluster-{port}").exists()
