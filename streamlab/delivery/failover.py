@@ -432,9 +432,7 @@ def acks_experiment(acks: str, records: int = 50, bootstrap: str | None = None) 
     election = round(time.monotonic() - began, 1)
     from streamlab.lab.topics import records as read_records
 
-    # read from the brokers still up: a client handed the killed one may ask it for metadata and fail on it
-    dead = f"127.0.0.1:{cluster.ports().brokers[leader - 1]}"
-    alive = ",".join(b for b in bootstrap.split(",") if b.strip() != dead) or bootstrap
+    alive = cluster.live_bootstrap()  # a client handed the killed broker may ask it for metadata and fail on it
     try:
         kept = {r.value for r in read_records(topic, alive, False, 20)}
     finally:
@@ -523,7 +521,7 @@ def unclean_experiment(spark, records: int = 20, bootstrap: str | None = None) -
         if _until(lambda: not queries["true"].isActive, 90):
             failed = round(time.monotonic() - began, 1)
         time.sleep(2)  # the other query plans a batch on the new leader before anything more is written
-        alive = ",".join(b for b in bootstrap.split(",") if cluster.node_of_port(b) != old)
+        alive = cluster.live_bootstrap()
         acked += produce("later", alive)
         _until(lambda: sum(v.startswith("later") for _o, v in seen["false"]) >= records, 30)
         from streamlab.lab.topics import records as read_records

@@ -464,10 +464,15 @@ def _admin(password: str | None = None, timeout_ms: int = 10_000, user: str = AD
     if password:
         extra = dict(security_protocol="SASL_PLAINTEXT", sasl_mechanism=SCRAM_MECHANISM,
                      sasl_plain_username=user, sasl_plain_password=password)
-    # Only brokers that run: kafka-python's admin fails a request sent to a killed broker it was handed.
-    running = [f"127.0.0.1:{port}" for node, port in enumerate(ports().brokers, 1) if node_pid(node)]
-    return KafkaAdminClient(bootstrap_servers=",".join(running) or bootstrap(), client_id="streamlab-cluster",
+    return KafkaAdminClient(bootstrap_servers=live_bootstrap(), client_id="streamlab-cluster",
                             request_timeout_ms=timeout_ms, **extra)
+
+
+def live_bootstrap() -> str:
+    """The brokers that run (all of them when none does): kafka-python fails a request sent to a killed broker it
+    was handed, instead of trying the next."""
+    running = [f"127.0.0.1:{port}" for node, port in enumerate(ports().brokers, 1) if node_pid(node)]
+    return ",".join(running) or bootstrap()
 
 
 def _node_log_tail(node: int) -> str:
