@@ -140,6 +140,34 @@ def generate(assignment_id: str, root: Path, source: Path = SOURCE, release: Pat
     return api
 
 
+def released(assignment_id: str, source: Path = SOURCE) -> Path:
+    """The student version of one assignment (nbgrader generate_assignment), made once per content of its source.
+
+    Every grading needs it, and generating it costs a throw-away gradebook and seconds of CPU; so it is cached in
+    the grader's private folder under a digest of the assignment's source files and the course's nbgrader config.
+    A changed notebook has another digest, so a stale release is never used."""
+    import hashlib
+
+    import nbgrader
+
+    folder = source / assignment_id
+    digest = hashlib.sha256(f"{nbgrader.__version__}\0".encode() + CONFIG_FILE.read_bytes())
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):
+        digest.update(f"\0{path.relative_to(folder)}\0".encode() + path.read_bytes())
+    cached = private_tmp() / "releases" / f"{assignment_id}-{digest.hexdigest()[:20]}"
+    if (cached / f"{assignment_id}.ipynb").is_file():
+        return cached
+    cached.parent.mkdir(mode=0o700, exist_ok=True)
+    with temp_course("grader-release-") as root:
+        generate(assignment_id, root, source=source)
+        try:
+            os.rename(root / "release" / assignment_id, cached)  # atomic: a grader made at the same time wins
+        except OSError:
+            if not (cached / f"{assignment_id}.ipynb").is_file():
+                raise
+    return cached
+
+
 def release(out: Path = RELEASE, source: Path = SOURCE, quiet: bool = False) -> list[str]:
     """Regenerate the student version of every assignment in `source` into `out`; return the ids."""
     ids = assignments(source)

@@ -10,7 +10,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .course import ROOT, SOURCE, CouldNotGrade, GraderError, assignments, generate, temp_course
+from .course import (ROOT, SOURCE, CouldNotGrade, GraderError, assignments, nbgrader_config, temp_course,
+                     released as released_version)
 from .runner import grade_id as _grade_id
 from .runner import is_test as _is_test
 
@@ -275,7 +276,9 @@ def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = ()):
 
     Read-only: the course, the Python installation, the home folder and streamlab's state folder (its jars and
     the broker's data; only Spark's log file is writable). Not there: the hidden tests, the grader's folders, the
-    other submissions and the results. /tmp is private, holding only this run's `work` folder.
+    other submissions and the results, a workshop's folder (the hub's and the room Kafka's secrets). /tmp is
+    private, holding only this run's `work` folder. When the grader is root, the run is the unprivileged grading
+    account's (grader/sandbox.py `dropped`), with a Spark log of its own.
     """
     import sys
 
@@ -291,12 +294,19 @@ def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = ()):
     spark_log.parent.mkdir(parents=True, exist_ok=True)
     spark_log.touch()
     home = Path.home()
+    # streamlab.workshop.hub.default_root, which imports JupyterHub (absent where no workshop is run).
+    workshop = Path(os.environ.get("STREAMLAB_WORKSHOP_ROOT") or ROOT / ".streamlab" / "workshop")
     box = sandbox.Sandbox(
         readonly=[ROOT, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), state_dir()]
         + ([home] if home != Path("/") else []),
         writable=[spark_log],
-        hidden=[source, ROOT / "tests", ROOT / ".git", ROOT / "feedback", private_tmp(), root, *hidden],
+        hidden=[source, ROOT / "tests", ROOT / ".git", ROOT / "feedback", private_tmp(), root, workshop, *hidden],
         private_tmp_with=work)
+    if sandbox.dropped():
+        from streamlab.workshop.walls import reached
+
+        box.account, box.reach = sandbox.account(), [*reached(), state_dir()]
+        box.writable, box.scratch = [], [spark_log]
     return box, None
 
 
@@ -356,9 +366,9 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
         raise GraderError(f"{path.name} has no cells: restore it from notebooks/{aid}/ (or .ipynb_checkpoints/)")
     result = Result(student, aid, str(path))
     with temp_course("grader-check-") as root:
-        api = generate(aid, root, source=source, timeout=timeout)
-        limit = int(timeout or api.config.Execute.get("timeout", 180))
-        released = nbformat.read(root / "release" / aid / f"{aid}.ipynb", as_version=4)
+        release = released_version(aid, source)
+        limit = int(timeout or nbgrader_config(root, source=source).Execute.get("timeout", 180))
+        released = nbformat.read(release / f"{aid}.ipynb", as_version=4)
         original = nbformat.read(source / aid / f"{aid}.ipynb", as_version=4)
         graded_ids = {_grade_id(c) for c in released.cells if _grade_id(c)}
         present = graded_ids & {_grade_id(c) for c in submitted.cells}
@@ -381,8 +391,8 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
             if box is None and require_sandbox:
                 raise GraderError(f"cannot keep the hidden tests out of the learners' reach: {why} "
                                   "(or pass --no-sandbox to grade without that protection)")
-            for extra in (root / "release" / aid).rglob("*"):  # data files released with the notebook
-                dest = Path(work) / extra.relative_to(root / "release" / aid)
+            for extra in release.rglob("*"):  # data files released with the notebook
+                dest = Path(work) / extra.relative_to(release)
                 if extra.is_file() and extra.suffix != ".ipynb":
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(extra, dest)

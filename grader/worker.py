@@ -4,6 +4,8 @@ The grader's parent process reads the hidden tests, then starts this worker in a
 they, the other submissions and the results are not mounted, the course's code is read-only and /tmp is private.
 The worker runs the learner's kernel (in a further, nested sandbox) and the checks, and writes what happened to
 the pipe FD. So even a check that touches a path the notebook named cannot reach anything secret or shared.
+When the grader is the machine's root, the worker and the kernel run as the unprivileged grading account
+(grader/sandbox.py `dropped`): root's own files are then out of reach too, and the worker refuses to run as root.
 """
 from __future__ import annotations
 
@@ -19,8 +21,10 @@ def run_job(job: dict) -> dict:
     import nbformat
 
     from .runner import Test, run
-    from .sandbox import Sandbox
+    from .sandbox import Sandbox, dropped
 
+    if dropped():  # a root-run grader must have dropped to its account before starting this worker
+        raise RuntimeError("the grading worker runs as the machine's root: grade through grading.make_sandbox")
     # No preload(): in the sandbox the course's code and Python are read-only, so late imports are safe.
     nb = nbformat.from_dict(job["nb"])
     tests = {gid: Test(**spec) for gid, spec in job["tests"].items()}

@@ -105,6 +105,13 @@ def spark():
 
             conf["spark.executor.extraJavaOptions"] += f" -Djava.io.tmpdir={cluster.temporary_folder()}"
     _cap_for_workshop(conf)
+    if conf["spark.master"].startswith("local"):
+        # The driver's RPC and block manager listen on 127.0.0.1, which every learner of a workshop shares: without
+        # authentication another learner's kernel could ask them anything, e.g. stop this session's block manager
+        # (P14). In local mode Spark then makes a random secret of its own for this session, held only inside this
+        # JVM (a secret passed here would sit on the JVM's command line, readable by others in `ps`). A cluster
+        # (spark://) would need the same secret on its Master and Workers, so it stays as it is.
+        conf["spark.authenticate"] = "true"
     _launch_quiet_jvm(conf)
     builder = SparkSession.builder
     for key, value in conf.items():

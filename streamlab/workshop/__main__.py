@@ -46,14 +46,23 @@ def start(settings: Settings, timeout: float = 120.0) -> subprocess.Popen:
     if hub_pid(settings):
         raise LabError(f"a hub already runs for {settings.root}: python -m streamlab.workshop stop")
     config = write_config(settings)
-    kafka.start(settings.room())
     hub = Path(settings.root) / "hub"
+    room = settings.room()
+    _owner_only(hub)
+    if room.folder.is_dir():
+        _owner_only(room.folder)
+    old = os.umask(0o077)  # the room's Kafka data, logs and secrets: root's only
+    try:
+        kafka.start(room)
+    finally:
+        os.umask(old)
+    _owner_only(room.folder)
     env = dict(os.environ, STREAMLAB_WORKSHOP_ROOT=settings.root,
                CONFIGPROXY_AUTH_TOKEN=_secret(hub / "proxy.token"),
                PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     for key in ("STREAMLAB_TOPIC_PREFIX", "STREAMLAB_KAFKA_OPTIONS", "KAFKA_BOOTSTRAP"):
         env.pop(key, None)
-    with open(hub / "hub.log", "ab") as log:
+    with os.fdopen(os.open(hub / "hub.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
         proc = subprocess.Popen([str(VENV_BIN / "jupyterhub"), "-f", str(config)], cwd=hub, env=env,
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
@@ -65,12 +74,28 @@ def start(settings: Settings, timeout: float = 120.0) -> subprocess.Popen:
             raise LabError(f"JupyterHub exited at start: {_tail(hub / 'hub.log')} (log: {hub / 'hub.log'})")
         try:
             urllib.request.urlopen(url, timeout=2).read()
+            _owner_only(hub)  # its database and pid files, made by the hub with the default umask
             return proc
         except OSError:
             if time.monotonic() > deadline:
                 stop(settings)
                 raise LabError(f"JupyterHub did not answer at {url} within {timeout:.0f} s (log: {hub / 'hub.log'})")
             time.sleep(0.3)
+
+
+def _owner_only(folder: Path) -> None:
+    """Make `folder` (the hub's or the room Kafka's state, root's own) and everything in it readable by its owner
+    only: folders 0700, files 0600. Links are left alone."""
+    import stat
+
+    for _path, _dirs, files, fd in os.fwalk(folder):
+        os.fchmod(fd, 0o700)
+        for name in files:
+            try:
+                if stat.S_ISREG(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+                    os.chmod(name, 0o600, dir_fd=fd)
+            except FileNotFoundError:  # a log rolled over meanwhile
+                pass
 
 
 def _tail(path: Path) -> str:
@@ -162,8 +187,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "start":
             proc = start(settings)
-            print(f"hub      http://127.0.0.1:{settings.hub_port}/  (instructor: sign up as "
-                  f"{settings.instructor!r}, then approve learners at /hub/authorize)")
+            if settings.auth == "native":
+                password = Path(settings.root) / "hub" / "instructor.password"
+                print(f"hub      http://127.0.0.1:{settings.hub_port}/  (instructor: log in as "
+                      f"{settings.instructor!r} with the password in {password}, change it at "
+                      "/hub/change-password; approve learners at /hub/authorize)")
+            else:
+                print(f"hub      http://127.0.0.1:{settings.hub_port}/  (instructor: launch it from the LMS as "
+                      f"{settings.instructor!r})")
             print(f"kafka    {settings.room().bootstrap} (SCRAM, ACLs, quotas)")
             if args.background:
                 return 0
@@ -187,8 +218,9 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "collect":
             from streamlab.workshop.instructor import collect
 
-            for name, path in collect(settings, args.assignment).items():
-                print(f"{name:<20} {path or 'no notebook'}")
+            found = collect(settings, args.assignment)
+            for name, path in found.items():
+                print(f"{name:<20} {path or found.why.get(name, 'no notebook')}")
         elif args.command == "grade":
             from streamlab.workshop.instructor import grade
 

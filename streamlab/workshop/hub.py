@@ -12,18 +12,23 @@ At a learner's first login the spawner (WorkshopSpawner):
   notebooks are the numbers they are graded with.
 Each server gets `STREAMLAB_TOPIC_PREFIX=<name>-`, `TMPDIR=~/.tmp` (checkpoint folders live in the learner's
 home), Spark capped at `STREAMLAB_SPARK_CORES` cores and a `STREAMLAB_SPARK_MEMORY` heap, and, where the
-kernel's cgroup memory controller is writable, a memory limit on the whole server (kernels and Spark included).
+kernel's cgroups are writable, limits on the whole server (kernels and Spark included): memory, processes and
+threads (pids), and CPU (a CFS quota of `cpu_limit` cores), in cgroup folders named after this hub's root, so two
+hubs on one machine never share a learner's limits; open files and processes are also capped per process (rlimits).
+Root never acts on a path the learner controls: every write into a home goes through streamlab.workshop.homes,
+which refuses a symlink at any step (the red team's G2-G3).
 """
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from streamlab.workshop import homes
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -92,23 +97,32 @@ def proxy_command() -> str:
     return str(path)
 
 
+def server_config(settings: Settings) -> Path:
+    """The learners' servers' Jupyter config folder (read-only to them; outside `hub/`, which is root's only)."""
+    return Path(settings.root) / "server-config"
+
+
 def write_config(settings: Settings) -> Path:
-    """Write the hub's folder: jupyterhub_config.py, the learners' server config; return the config's path."""
+    """Write the hub's folder (0700: its database, logs, tokens and cookie secret are root's only), the learners'
+    server config beside it (readable by all); return the config's path."""
     hub = Path(settings.root) / "hub"
-    hub.mkdir(parents=True, exist_ok=True)
+    hub.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(hub, 0o700)
     os.chmod(settings.root, 0o711)  # learners reach their homes below it, but cannot list it
     settings.save()
-    server_config = hub / "server-config"
-    (server_config / "labconfig").mkdir(parents=True, exist_ok=True)
-    (server_config / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": {
+    folder = server_config(settings)
+    (folder / "labconfig").mkdir(parents=True, exist_ok=True)
+    (folder / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": {
         "@jupyter/nbgrader": True, "@jupyterlab/apputils-extension:announcements": True}}, indent=1))
     extensions = {f"nbgrader.server_extensions.{n}": False
                   for n in ("formgrader", "assignment_list", "course_list", "validate_assignment")}
     extensions["streamlab.workshop.activity"] = True
-    (server_config / "jupyter_server_config.json").write_text(
+    (folder / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"jpserver_extensions": extensions}}, indent=1))
-    for path in (server_config, server_config / "labconfig"):
+    for path in (folder, folder / "labconfig"):
         os.chmod(path, 0o755)
+    for path in (folder / "jupyter_server_config.json", folder / "labconfig" / "page_config.json"):
+        os.chmod(path, 0o644)
     config = hub / "jupyterhub_config.py"
     config.write_text("# Written by python -m streamlab.workshop start; edit workshop.json, not this file.\n"
                       "from streamlab.workshop.hub import configure\n"
@@ -149,6 +163,11 @@ def configure(c, root: str) -> None:
 
         c.JupyterHub.authenticator_class = WorkshopNativeAuthenticator
         c.JupyterHub.template_paths = [str(Path(nativeauthenticator.__file__).parent / "templates")]
+        # The instructor's account is made as the hub starts, before any sign-up, with the password kept in
+        # hub/instructor.password: nobody can claim the name first (nativeauthenticator approves an admin's
+        # sign-up by itself).
+        c.WorkshopNativeAuthenticator.instructor = settings.instructor
+        c.WorkshopNativeAuthenticator.instructor_password_file = str(hub / "instructor.password")
         c.NativeAuthenticator.open_signup = False  # the instructor approves each sign-up at /hub/authorize
         c.NativeAuthenticator.minimum_password_length = 8
         c.Authenticator.allow_all = True  # everyone the instructor approved
@@ -166,31 +185,56 @@ def configure(c, root: str) -> None:
     ]
 
 
-def _secret(path: Path) -> str:
+def _secret(path: Path, nbytes: int = 32) -> str:
+    """The secret kept in `path` (root's only, 0600), made at first use."""
     import secrets
 
     if not path.is_file():
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
-            handle.write(secrets.token_hex(32))
+            handle.write(secrets.token_hex(nbytes))
+    os.chmod(path, 0o600)
     return path.read_text().strip()
 
 
-def _cgroup_root() -> Path | None:
-    """A writable memory cgroup folder for the learners' servers (v1 or v2), or None."""
-    for base in (Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup")):
-        marker = "memory.limit_in_bytes" if base.name == "memory" else "memory.max"
-        if base.name != "memory" and "memory" not in (base / "cgroup.subtree_control").read_text(errors="ignore") \
-                if (base / "cgroup.subtree_control").exists() else base.name != "memory":
-            continue
-        folder = base / "streamlab-workshop"
+# Each learner's server, beside its memory limit (mem_limit): tasks (processes and threads: a server, two kernels
+# and their Spark JVMs use ~300; 1,500 sleeping processes were started in R4), open files per process, CPU.
+TASKS = 1024
+FILES = 4096
+CPU_PERIOD_US = 100_000
+CONTROLLERS = ("memory", "pids", "cpu")
+
+
+def _cgroup_root(root: str | Path) -> dict[str, Path]:
+    """This hub's writable cgroup folders by controller (memory, pids, cpu; cgroup v1 or v2), made where missing;
+    named after the workshop's folder, so two hubs on one machine never share or remove each other's."""
+    import hashlib
+
+    name = "streamlab-workshop-" + hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:12]
+    top = Path("/sys/fs/cgroup")
+    if (top / "cgroup.controllers").exists():  # v2: one tree, controllers handed down by cgroup.subtree_control
+        folder = top / name
         try:
             folder.mkdir(exist_ok=True)
         except OSError:
+            return {}
+        for controller in CONTROLLERS:
+            try:
+                (folder / "cgroup.subtree_control").write_text(f"+{controller}")
+            except OSError:
+                pass  # not enabled above this hub's folder: no limit of that kind
+        enabled = (folder / "cgroup.subtree_control").read_text().split()
+        return {controller: folder for controller in CONTROLLERS if controller in enabled}
+    found = {}
+    for controller in CONTROLLERS:  # v1: a tree per controller
+        if not (top / controller / "cgroup.procs").exists():
             continue
-        if base.name != "memory" or (folder / marker).exists():
-            return folder
-    return None
+        try:
+            (top / controller / name).mkdir(exist_ok=True)
+        except OSError:
+            continue
+        found[controller] = top / controller / name
+    return found
 
 
 def _bytes(limit: str) -> int:
@@ -225,46 +269,55 @@ class WorkshopSpawner(LocalProcessSpawner):
 
     def _prepare(self) -> dict:
         """Make the home, the account, the notebooks, the Kafka user; return the server's extra environment."""
-        from streamlab.course.variants import student_seed
         from streamlab.workshop import kafka
 
         settings = self._settings()
         name = kafka.check_name(self.user.name)
         home = settings.home(name)
-        home.mkdir(parents=True, exist_ok=True)
-        os.chmod(home, 0o700)
+        try:
+            return self._fill_home(settings, name, home)
+        except homes.Refused as exc:
+            from streamlab.errors import LabError
+
+            raise LabError(f"{name}'s server was not started: {exc}; remove that path from {home} (as root) "
+                           "and start the server again") from None
+
+    def _fill_home(self, settings: Settings, name: str, home: Path) -> dict:
+        """_prepare's work in the learner's home, as root: every path there through streamlab.workshop.homes,
+        which follows no link the learner planted (a link on the way is refused)."""
+        from streamlab.course.variants import student_seed
+        from streamlab.workshop import kafka
+
+        homes.make_home(home)
         if accounts_possible():
             _ensure_account(self.system_name, home)
         elif os.geteuid() == 0:
             self.log.warning("%s's server runs as root, like every learner's: %s", name, ACCOUNTS_NOTE)
-        notebooks = home / "notebooks"
-        if not notebooks.exists():
-            shutil.copytree(REPO / "notebooks", notebooks)
+        ids = self._ids()
+        if not homes.exists(home, "notebooks"):
+            homes.copy_tree(REPO / "notebooks", home, "notebooks", ids)
         state = home / ".streamlab"
-        (state / "jars").parent.mkdir(parents=True, exist_ok=True)
-        if not (state / "jars").exists():
-            (state / "jars").symlink_to(REPO / ".streamlab" / "jars")
-        variants = state / "variants.json"
-        if not variants.exists():
+        homes.make_dirs(home, ".streamlab", ids)
+        homes.symlink(home, ".streamlab/jars", REPO / ".streamlab" / "jars", ids)
+        if not homes.exists(home, ".streamlab/variants.json"):
             from grader.course import assignments
 
-            variants.write_text(json.dumps({aid: student_seed(name, aid) for aid in assignments()}, indent=1))
-        (home / ".tmp").mkdir(exist_ok=True)
+            seeds = json.dumps({aid: student_seed(name, aid) for aid in assignments()}, indent=1)
+            homes.write_file(home, ".streamlab/variants.json", seeds.encode(), ids)
+        homes.make_dirs(home, ".tmp", ids, mode=0o700)
         room = settings.room()
         options = kafka.write_options(state / "kafka.properties", room.bootstrap, name,
-                                      kafka.add_learner(room, name))
-        ids = self._ids()
+                                      kafka.add_learner(room, name), ids[0] if ids else None,
+                                      gid=ids[1] if ids else None, home=home)
         if ids:
-            for path in [home, *home.rglob("*")]:
-                if not path.is_symlink():
-                    os.chown(path, *ids)
+            homes.chown_tree(home, ids)
         return {
             "HOME": str(home), "USER": self.system_name if ids else name, "SHELL": "/bin/bash",
             "TMPDIR": str(home / ".tmp"), "STREAMLAB_HOME": str(state),
             "STREAMLAB_TOPIC_PREFIX": f"{name}-", "STREAMLAB_KAFKA_OPTIONS": str(options),
             "KAFKA_BOOTSTRAP": room.bootstrap,
             "STREAMLAB_SPARK_CORES": str(settings.spark_cores), "STREAMLAB_SPARK_MEMORY": settings.spark_memory,
-            "JUPYTER_CONFIG_PATH": str(Path(settings.root) / "hub" / "server-config"),
+            "JUPYTER_CONFIG_PATH": str(server_config(settings)),
             "PATH": f"{VENV_BIN}{os.pathsep}/usr/local/bin:/usr/bin:/bin",
             "VIRTUAL_ENV": str(VENV_BIN.parent),
             "PYTHONPATH": str(REPO),
@@ -277,13 +330,22 @@ class WorkshopSpawner(LocalProcessSpawner):
         return env
 
     def make_preexec_fn(self, name):
-        """In the child: join the learner's memory cgroup, become the learner's account, start in their home.
-        Behind walls the account is taken at the end of the walls' script (it needs root to build them)."""
-        ids, home, cgroup = None if self._walled else self._ids(), self._extra["HOME"], self._cgroup
+        """In the child: join the learner's cgroups, take the server's task and file limits, become the learner's
+        account, start in their home. Behind walls the account is taken at the end of the walls' script (it needs
+        root to build them); the limits hold for whatever the account then starts."""
+        import resource
+
+        ids, home, cgroups = None if self._walled else self._ids(), self._extra["HOME"], self._cgroup or []
+        own_account = bool(self._walled or ids)  # else the server runs as the hub's user, whose count is not its own
 
         def preexec():
-            if cgroup is not None:
-                (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+            for folder in cgroups:
+                (folder / "cgroup.procs").write_text(str(os.getpid()))
+            files = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            files = FILES if files == resource.RLIM_INFINITY else min(FILES, files)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+            if own_account:  # counted per account over the machine, threads included (root, building the
+                resource.setrlimit(resource.RLIMIT_NPROC, (TASKS, TASKS))  # walls, is exempt)
             if ids:
                 os.setgroups([])
                 os.setgid(ids[1])
@@ -292,20 +354,34 @@ class WorkshopSpawner(LocalProcessSpawner):
 
         return preexec
 
-    def _make_cgroup(self) -> Path | None:
-        base = _cgroup_root()
-        if base is None or not self.mem_limit:
-            self.log.warning("no writable memory cgroup: %s's server has no memory limit beyond Spark's heap",
-                             self.user.name)
-            return None
-        folder = base / self.user.name
-        folder.mkdir(exist_ok=True)
-        limit = str(self.mem_limit)
-        if (folder / "memory.limit_in_bytes").exists():
-            (folder / "memory.limit_in_bytes").write_text(limit)
-        else:
-            (folder / "memory.max").write_text(limit)
-        return folder
+    def _make_cgroup(self) -> list[Path]:
+        """The learner's cgroup folders in this hub's, with their limits: memory (mem_limit), tasks (TASKS), CPU
+        (cpu_limit, enforced by CFS quota); [] where the machine lets the hub write none (a warning says so)."""
+        limits = {"memory": [("memory.limit_in_bytes", "memory.max", str(_bytes(self.mem_limit)))]
+                  if self.mem_limit else [],
+                  "pids": [("pids.max", "pids.max", str(TASKS))],
+                  "cpu": [] if not self.cpu_limit else [
+                      ("cpu.cfs_period_us", None, str(CPU_PERIOD_US)),
+                      ("cpu.cfs_quota_us", "cpu.max", str(max(1000, int(self.cpu_limit * CPU_PERIOD_US))))]}
+        bases = _cgroup_root(self._settings().root)
+        made: list[Path] = []
+        for controller, base in bases.items():
+            folder = base / self.user.name
+            folder.mkdir(exist_ok=True)
+            for v1, v2, value in limits[controller]:
+                if (folder / v1).exists():
+                    (folder / v1).write_text(value)
+                elif v2 == "cpu.max":
+                    (folder / v2).write_text(f"{value} {CPU_PERIOD_US}")
+                elif v2:
+                    (folder / v2).write_text(value)
+            if folder not in made:
+                made.append(folder)
+        missing = [controller for controller in CONTROLLERS if controller not in bases]
+        if missing:
+            self.log.warning("no writable %s cgroup: %s's server has no %s limit (beyond Spark's own caps)",
+                             "/".join(missing), self.user.name, "/".join(missing))
+        return made
 
     async def start(self):
         """Prepare the learner (in a thread: it talks to Kafka), then start their server on a port in range."""
@@ -323,7 +399,7 @@ class WorkshopSpawner(LocalProcessSpawner):
         if self._walled:
             uid, gid = self._ids()
             self.cmd = walls.wrap(self._plain_cmd, home=Path(self._extra["HOME"]), workshop=Path(settings.root),
-                                  config=Path(settings.root) / "hub" / "server-config", uid=uid, gid=gid)
+                                  config=server_config(settings), uid=uid, gid=gid)
         elif os.geteuid() == 0:
             self.log.warning("%s's server runs without walls (%s): it can read the hidden tests and the room's "
                              "Kafka data", self.user.name, walls.available())
@@ -334,8 +410,9 @@ class WorkshopSpawner(LocalProcessSpawner):
     _walled = False
 
     async def _signal(self, sig):
-        """Behind walls, SIGINT and SIGTERM go to the server itself, which shuts its kernels down (unshare, the
-        process the hub started, ignores them); SIGKILL goes to unshare, whose end ends everything inside."""
+        """Behind walls, SIGINT and SIGTERM go to the namespace's pid 1, the reaper (walls.py), which passes them
+        to the server, which shuts its kernels down (unshare, the process the hub started, ignores them); SIGKILL
+        goes to unshare, whose end ends everything inside."""
         if not self._walled or sig in (0, signal.SIGKILL):
             return await super()._signal(sig)
         import psutil
@@ -352,15 +429,25 @@ class WorkshopSpawner(LocalProcessSpawner):
         return True
 
     async def stop(self, now=False):
-        """Stop the server, then remove its cgroup and free its port."""
+        """Stop the server, then remove its cgroup folders (and this hub's, once empty) and free its port."""
+        import asyncio
+
         await super().stop(now=now)
         _CLAIMED.discard(self.port)
-        folder = getattr(self, "_cgroup", None)
-        if folder is not None:
+        for folder in getattr(self, "_cgroup", None) or []:
+            for _ in range(50):  # the namespace's last processes may take a moment to leave it
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    await asyncio.sleep(0.1)
             try:
-                folder.rmdir()
+                folder.parent.rmdir()  # refused while another learner of this hub has a folder there
             except OSError:
                 pass
+        self._cgroup = []
 
 
 class _NoStats:
@@ -378,6 +465,7 @@ class _NoStats:
 
 from nativeauthenticator import NativeAuthenticator  # noqa: E402
 from nativeauthenticator.handlers import LoginHandler as _NativeLogin  # noqa: E402
+from traitlets import Unicode  # noqa: E402
 
 
 class _LoginHandler(_NativeLogin):
@@ -386,7 +474,36 @@ class _LoginHandler(_NativeLogin):
 
 class WorkshopNativeAuthenticator(NativeAuthenticator):
     """The native authenticator (sign-up, instructor approval at /hub/authorize), its login page working on
-    JupyterHub 6."""
+    JupyterHub 6, the instructor's account made at start, and no sign-up approved for its name alone."""
+
+    instructor = Unicode("", config=True, help="the instructor's user name: made, approved, at start")
+    instructor_password_file = Unicode("", config=True, help="where the instructor's first password is kept")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instructor and self.instructor_password_file:
+            self.make_instructor()
+
+    def make_instructor(self) -> None:
+        """Create the instructor's account, approved, with the password of `instructor_password_file` (made now
+        when missing), unless it exists: the hub takes no sign-up before this, so nobody can claim the name."""
+        import bcrypt
+        from nativeauthenticator.orm import UserInfo
+
+        name = self.normalize_username(self.instructor)
+        if self.get_user(name) is not None:
+            return
+        password = _secret(Path(self.instructor_password_file), 12)
+        self.db.add(UserInfo(username=name, password=bcrypt.hashpw(password.encode(), bcrypt.gensalt()),
+                             is_authorized=True))
+        self.db.commit()
+
+    def get_authed_users(self):
+        """Only the approved sign-ups: nativeauthenticator adds `admin_users` and `allowed_users`, which approves
+        whoever signs up first under such a name."""
+        from nativeauthenticator.orm import UserInfo
+
+        return {info.username for info in UserInfo.all_users(self.db) if info.is_authorized}
 
     def get_handlers(self, app):
         """Its handlers, with the login page's statsd call made harmless."""

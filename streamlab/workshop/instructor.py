@@ -10,37 +10,59 @@ quotas, and the learners' credentials never reach a graded kernel.
 Folders under the workshop root: `collected/<assignment>/<learner>/<assignment>/<assignment>.ipynb` (nbgrader's
 submitted layout), `grades/<assignment>/{grades.csv,messages.csv,feedback/}`; in each learner's home
 `feedback/<assignment>/<assignment>.html` and `feedback/<assignment>/grade.txt`.
+
+These commands run as root and the homes are the learners': every read and write there goes through
+streamlab.workshop.homes, which follows no link a learner planted. A collected notebook is the learner's own file or
+nothing (a linked folder on the way, or someone else's file, is refused and the output says so); a home whose
+`~/feedback` is a link gets no feedback, with a line saying why.
 """
 from __future__ import annotations
 
 import csv
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
+from streamlab.workshop import homes
 from streamlab.workshop.hub import SYSTEM_PREFIX, Settings
 
 
 def learners(settings: Settings) -> list[str]:
     """Every learner with a home in the workshop, sorted."""
-    homes = Path(settings.root) / "home"
-    return sorted(p.name for p in homes.iterdir() if p.is_dir()) if homes.is_dir() else []
+    folder = Path(settings.root) / "home"
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+class Collected(dict):
+    """{learner: the collected copy, or None}; `why[learner]` says why a learner has none."""
+
+    def __init__(self):
+        super().__init__()
+        self.why: dict[str, str] = {}
 
 
 def collect(settings: Settings, assignment: str, only: list[str] | None = None,
-            into: Path | None = None) -> dict[str, Path | None]:
-    """Copy each learner's `notebooks/<assignment>/<assignment>.ipynb`; {learner: copy, or None when missing}."""
+            into: Path | None = None) -> Collected:
+    """Copy each learner's `notebooks/<assignment>/<assignment>.ipynb` if it is their own file; {learner: copy, or
+    None (`.why` says why: missing, or refused — a link on the way, someone else's file)}."""
     into = into or Path(settings.root) / "collected" / assignment
-    found: dict[str, Path | None] = {}
+    found = Collected()
     for name in only or learners(settings):
-        source = settings.home(name) / "notebooks" / assignment / f"{assignment}.ipynb"
-        if not source.is_file() or source.is_symlink():  # a symlink could point at anybody's file
-            found[name] = None
+        home = settings.home(name)
+        ids = homes.owner(home, SYSTEM_PREFIX + name)
+        try:
+            data = homes.read_file(home, f"notebooks/{assignment}/{assignment}.ipynb", ids[0] if ids else None)
+        except FileNotFoundError:
+            found[name], found.why[name] = None, f"no notebooks/{assignment}/{assignment}.ipynb"
+            continue
+        except homes.Refused as exc:  # a collected notebook is the learner's own file or nothing
+            found[name], found.why[name] = None, f"refused: {exc}"
             continue
         target = into / name / assignment / f"{assignment}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, target)
+        target.write_bytes(data)
         found[name] = target
     return found
 
@@ -53,10 +75,13 @@ def grade(settings: Settings, assignment: str, workers: int | None = None, timeo
     collected = Path(settings.root) / "collected" / assignment
     shutil.rmtree(collected, ignore_errors=True)
     found = collect(settings, assignment, into=collected)
+    _say_refused(found)
     if not any(found.values()):
         raise SystemExit(f"error: no learner has notebooks/{assignment}/{assignment}.ipynb yet")
     out = Path(settings.root) / "grades" / assignment
-    results = grade_cohort(collected, out, workers or os.cpu_count() or 2, timeout, quiet=quiet)
+    _private(Path(settings.root) / "collected", Path(settings.root) / "grades")
+    with _hiding(settings):
+        results = grade_cohort(collected, out, workers or os.cpu_count() or 2, timeout, quiet=quiet)
     _hand_back(settings, assignment, results, out)
     return results
 
@@ -69,8 +94,9 @@ def regrade(settings: Settings, assignment: str, learner: str, timeout: int | No
     with tempfile.TemporaryDirectory(prefix="streamlab-regrade-") as tmp:
         found = collect(settings, assignment, only=[learner], into=Path(tmp) / "in")
         if not found.get(learner):
-            raise SystemExit(f"error: {learner} has no notebooks/{assignment}/{assignment}.ipynb")
-        (result,) = grade_cohort(Path(tmp) / "in", Path(tmp) / "out", 1, timeout, quiet=True)
+            raise SystemExit(f"error: {learner}: {found.why.get(learner) or 'no notebook'}")
+        with _hiding(settings):
+            (result,) = grade_cohort(Path(tmp) / "in", Path(tmp) / "out", 1, timeout, quiet=True)
         for name in ("grades.csv", "messages.csv"):
             _merge_rows(out / name, Path(tmp) / "out" / name, learner)
         feedback = Path(tmp) / "out" / "feedback" / learner
@@ -79,6 +105,21 @@ def regrade(settings: Settings, assignment: str, learner: str, timeout: int | No
             shutil.copytree(feedback, out / "feedback" / learner)
     _hand_back(settings, assignment, [result], out)
     return result
+
+
+def _hiding(settings: Settings):
+    """While grading: the sandbox hides this workshop's folder (the hub's and the room Kafka's secrets, the other
+    learners' homes and grades), also when it is not the default one (`--root`)."""
+    from grader.grading import setenv
+
+    return setenv(STREAMLAB_WORKSHOP_ROOT=str(Path(settings.root).resolve()))
+
+
+def _private(*folders: Path) -> None:
+    """Collected notebooks and grades are the instructor's alone (root's, mode 0700)."""
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
 
 
 def _merge_rows(target: Path, fresh: Path, learner: str) -> None:
@@ -94,36 +135,35 @@ def _merge_rows(target: Path, fresh: Path, learner: str) -> None:
         writer.writerows(sorted(rows, key=lambda r: (r[0], r[1])))
 
 
-def _hand_back(settings: Settings, assignment: str, results: list, out: Path) -> None:
-    """Write each graded learner's feedback page and score into their home (owned by them)."""
+def _say_refused(found: Collected) -> None:
+    for name, why in found.why.items():
+        if why.startswith("refused"):
+            print(f"{name}: not collected, {why}", file=sys.stderr)
+
+
+def _hand_back(settings: Settings, assignment: str, results: list, out: Path) -> dict[str, str]:
+    """Write each graded learner's feedback page and score into their home (owned by them), following no link
+    there; return {learner: why not} for the homes refused (each also said on stderr)."""
     from grader.grading import _num
 
+    refused = {}
     for result in results:
         home = settings.home(result.student)
         if not home.is_dir():
             continue
-        folder = home / "feedback" / assignment
-        folder.mkdir(parents=True, exist_ok=True)
+        ids = homes.owner(home, SYSTEM_PREFIX + result.student)
         page = out / "feedback" / result.student / f"{assignment}.html"
-        if page.is_file():
-            shutil.copyfile(page, folder / f"{assignment}.html")
         score = (f"{_num(result.score)} / {_num(result.max_score)}" if result.graded and not result.error
                  else f"not graded: {result.error}")
-        (folder / "grade.txt").write_text(f"{assignment}: {score}\n")
-        _give(home, [home / "feedback", folder, *folder.iterdir()])
-
-
-def _give(home: Path, paths: list[Path]) -> None:
-    if os.geteuid() != 0:
-        return
-    import pwd
-
-    try:
-        entry = pwd.getpwnam(SYSTEM_PREFIX + home.name)
-    except KeyError:
-        return
-    for path in paths:
-        os.chown(path, entry.pw_uid, entry.pw_gid)
+        try:
+            homes.make_dirs(home, f"feedback/{assignment}", ids)
+            if page.is_file():
+                homes.write_file(home, f"feedback/{assignment}/{assignment}.html", page.read_bytes(), ids)
+            homes.write_file(home, f"feedback/{assignment}/grade.txt", f"{assignment}: {score}\n".encode(), ids)
+        except homes.Refused as exc:
+            refused[result.student] = str(exc)
+            print(f"{result.student}: no feedback handed back, {exc}", file=sys.stderr)
+    return refused
 
 
 def read_grades(settings: Settings) -> dict[str, dict[str, tuple[str, str]]]:

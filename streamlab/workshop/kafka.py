@@ -14,6 +14,15 @@ whose names start with `ada-` (in a prefixed ACL `*` is a literal character, so 
 starting with `ada-*`). A default user quota (`--entity-default`) gives every user — each one separately, on each
 broker — the same produce and fetch byte rates.
 
+What one learner may cost the room is bounded too (the red team's K20-K22): the learners' listener takes at most
+MAX_CONNECTIONS connections, CONNECTION_RATE new ones a second, and closes a connection idle for IDLE_MS, so a
+connection flood can no longer exhaust the broker's files and kill it; every user has a `controller_mutation_rate`
+quota; and our own topic policy (policy/RoomPolicy.java, compiled at start) caps a learner's topics: partitions at
+creation, retention (no -1), record size, segment size. Not bounded per learner: connections (all learners share
+127.0.0.1, so Kafka cannot tell them apart by address: one learner can hold the listener's connections and delay
+others' new ones until hers close or idle out) and partitions added to an existing topic (CreatePartitions passes
+neither policy; only the mutation quota slows the next request). docs/workshop.md says so to the instructor.
+
 The learner's credentials reach their notebooks as a file of Spark `kafka.*` options (streamlab.lab.access).
 """
 from __future__ import annotations
@@ -36,6 +45,19 @@ NAME = re.compile(r"[a-z][a-z0-9]{1,19}")
 PRODUCE_BYTES_S = 512 * 1024
 FETCH_BYTES_S = 1024 * 1024
 HEAP = ["-Xms64m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+# Connections: every learner shares 127.0.0.1, so per-IP limits cannot tell them apart; these keep the broker alive
+# (below its open-file limit, which it also needs for its log files) and slow a flood down, for the whole room.
+MAX_CONNECTIONS = 2000  # a room of 60 learners uses a few hundred; lowered to a quarter of the broker's file limit
+CONNECTION_RATE = 100  # new connections per second on a listener (a class logging in at once needs a few hundred)
+IDLE_MS = 180_000  # a connection that says nothing for 3 minutes is closed (clients reconnect by themselves)
+CONTROLLER_CONNECTIONS = 100  # the controller's listener serves this broker only: learners have no password for it
+# Per learner: partitions created or deleted per second (Kafka's controller_mutation_rate; a burst of ~11 s of it).
+MUTATION_RATE = 10
+# Learners' topics (policy/RoomPolicy.java; topics named admin-* and Kafka's own __* are the admin's, not capped).
+TOPIC_CAPS = {"max.partitions": 32, "max.retention.ms": 7 * 24 * 3600 * 1000, "max.retention.bytes": 256 << 20,
+              "max.message.bytes": 1 << 20, "min.segment.bytes": 16 << 20, "min.segment.ms": 3600 * 1000}
+POLICY = "streamlab.workshop.policy.RoomPolicy"
+POLICY_SOURCE = Path(__file__).with_name("policy") / "RoomPolicy.java"
 
 
 @dataclass(frozen=True)
@@ -86,7 +108,12 @@ def client_config(bootstrap: str, user: str, password: str) -> dict:
             "sasl_plain_username": user, "sasl_plain_password": password}
 
 
-def _server_properties(room: Room) -> Path:
+def _server_properties(room: Room, policy: bool = False) -> Path:
+    """Write the broker's config: SCRAM, ACLs, and the limits that keep one learner from taking the room's broker
+    down (connections below its open-file limit, a creation rate, an idle time-out; with `policy`, RoomPolicy's caps
+    on learners' topics)."""
+    import resource
+
     controller = room._secret("controller")
     data = room.folder / "data"
     lines = kraft_properties(1, f"1@127.0.0.1:{room.controller_port}", "SASL_PLAINTEXT", room.port,
@@ -106,6 +133,25 @@ def _server_properties(room: Room) -> Path:
         "super.users": f"User:{ADMIN};User:controller",
         "allow.everyone.if.no.acl.found": "false",
     })
+    # Connections cost the broker a file each: at its limit (20,000 here) it died (H6). Its soft limit is raised to
+    # the hard one at start; a quarter of that is left to connections, the rest to its log segments and indexes.
+    # The SASL listener is also the inter-broker one, which the broker-wide max.connections does not bound: its
+    # listener-level limits do.
+    files = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    connections = min(MAX_CONNECTIONS, (files if files != resource.RLIM_INFINITY else 1 << 20) // 4)
+    lines.update({
+        "max.connections": str(connections + CONTROLLER_CONNECTIONS),
+        "listener.name.sasl_plaintext.max.connections": str(connections),
+        "listener.name.sasl_plaintext.max.connection.creation.rate": str(CONNECTION_RATE),
+        "listener.name.controller.max.connections": str(CONTROLLER_CONNECTIONS),
+        "listener.name.controller.max.connection.creation.rate": str(CONNECTION_RATE),
+        "connections.max.idle.ms": str(IDLE_MS),
+        # A topic that sets nothing keeps at most this much per partition (learners may not set more: RoomPolicy).
+        "log.retention.bytes": str(TOPIC_CAPS["max.retention.bytes"]),
+    })
+    if policy:
+        lines.update({"create.topic.policy.class.name": POLICY, "alter.config.policy.class.name": POLICY,
+                      **{f"streamlab.policy.{k}": str(v) for k, v in TOPIC_CAPS.items()}})
     path = room.folder / "server.properties"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
@@ -143,18 +189,26 @@ def start(room: Room, timeout: float = 180.0, produce: int = PRODUCE_BYTES_S, fe
         raise LabError(f"port {room.port} is taken by another process: stop it or pick another "
                        "(python -m streamlab.workshop start --kafka-port N)")
     room.folder.mkdir(parents=True, exist_ok=True)
-    config = _server_properties(room)
+    classes = _compile_policy(room)
+    config = _server_properties(room, policy=classes is not None)
+
+    def java(main: str, *args: str, heap: list[str] | None = None) -> list[str]:
+        command = _java(room, main, *args, heap=heap)
+        if classes is not None:  # the config names the policy class: whatever reads it must find it
+            command[command.index("-cp") + 1] += os.pathsep + str(classes)
+        return command
+
     if not (room.folder / "data" / "meta.properties").is_file():
-        done = subprocess.run(_java(room, "kafka.tools.StorageTool", "format", "-t", "d29ya3Nob3Atcm9vbS0x",
-                                    "-c", str(config), "--ignore-formatted",
-                                    "--add-scram", f"{MECHANISM}=[name={ADMIN},password={room.admin_password}]"),
+        done = subprocess.run(java("kafka.tools.StorageTool", "format", "-t", "d29ya3Nob3Atcm9vbS0x",
+                                   "-c", str(config), "--ignore-formatted",
+                                   "--add-scram", f"{MECHANISM}=[name={ADMIN},password={room.admin_password}]"),
                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         if done.returncode:
             raise LabError(f"formatting the room's broker failed: {(done.stdout + done.stderr).strip()[-300:]}")
+    command = java("kafka.Kafka", str(config), heap=HEAP)
     with open(room.folder / "broker.out", "ab") as log:
-        proc = subprocess.Popen(_java(room, "kafka.Kafka", str(config), heap=HEAP), stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                                cwd=room.folder)
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=room.folder, preexec_fn=_all_files)
     (room.folder / "broker.pid").write_text(str(proc.pid))
     deadline = time.monotonic() + timeout
     while True:
@@ -184,6 +238,39 @@ def start(room: Room, timeout: float = 180.0, produce: int = PRODUCE_BYTES_S, fe
     return room.bootstrap
 
 
+def _all_files() -> None:
+    """In the broker's process: its open-file soft limit raised to the hard one (max.connections is set below it)."""
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _compile_policy(room: Room) -> Path | None:
+    """Compile policy/RoomPolicy.java against the broker's kafka-clients jar into the room's folder; the folder of
+    its classes, or None (with a warning: learners' topics are then uncapped) where there is no javac."""
+    import shutil
+    import sys
+
+    from streamlab.lab.broker import broker_bundle
+    from streamlab.lab.session import java_binary
+
+    beside = Path(java_binary()).resolve().parent / "javac"  # the JDK of the java that runs the broker
+    javac = str(beside) if os.access(beside, os.X_OK) else shutil.which("javac")
+    jars = [str(p) for p in broker_bundle().jars() if Path(p).name.startswith("kafka-clients-")]
+    if not javac or not jars:
+        print("warning: no javac (install a JDK, e.g. apt install openjdk-17-jdk-headless): learners' topics on the "
+              "room's broker have no cap on partitions, retention or record size", file=sys.stderr)
+        return None
+    classes = room.folder / "policy"
+    shutil.rmtree(classes, ignore_errors=True)
+    done = subprocess.run([javac, "-nowarn", "-d", str(classes), "-cp", jars[0], str(POLICY_SOURCE)],
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    if done.returncode:
+        raise LabError(f"compiling {POLICY_SOURCE.name} failed: {(done.stdout + done.stderr).strip()[-300:]}")
+    return classes
+
+
 def stop(room: Room) -> bool:
     """Stop the room's broker (SIGTERM, then SIGKILL after 15 s); whether it ran."""
     from streamlab.lab.broker import _terminate
@@ -202,16 +289,20 @@ def _admin(room: Room):
 
 
 def set_quotas(room: Room, produce: int = PRODUCE_BYTES_S, fetch: int = FETCH_BYTES_S) -> None:
-    """Every user's default produce/fetch byte rate (per broker), and a high one for the admin (Kafka's CLI class)."""
+    """Every user's default produce/fetch byte rate and partition mutation rate (per broker; Kafka's CLI class)."""
     props = room.folder / "admin-client.properties"
     fd = os.open(props, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write("".join(f"{k[6:]}={v}\n" for k, v in spark_options(ADMIN, room.admin_password).items()))
-    # One JVM: the default applies to each user separately, the admin included (it only provisions).
-    for entity, rates in ((["--entity-default"], (produce, fetch)),):
+    # The default applies to each user separately, the admin's byte rates included (it only provisions).
+    # controller_mutation_rate: partitions a user may create or delete per second (K21: a few requests of thousands);
+    # the admin's own is high (quotas resolve per kind: its byte rates stay the default).
+    for entity, quotas in ((["--entity-default"], f"producer_byte_rate={produce},consumer_byte_rate={fetch},"
+                                                   f"controller_mutation_rate={MUTATION_RATE}"),
+                           (["--entity-name", ADMIN], f"controller_mutation_rate={MUTATION_RATE * 10_000}")):
         done = subprocess.run(_java(room, "kafka.admin.ConfigCommand", "--bootstrap-server", room.bootstrap,
                                     "--command-config", str(props), "--alter", "--entity-type", "users", *entity,
-                                    "--add-config", f"producer_byte_rate={rates[0]},consumer_byte_rate={rates[1]}"),
+                                    "--add-config", quotas),
                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
         if done.returncode:
             raise LabError(f"setting the user quotas failed: {(done.stdout + done.stderr).strip()[-300:]}")
@@ -257,15 +348,19 @@ def learner_acls(room: Room, name: str) -> list[tuple[str, str, str, str]]:
                    a.resource_pattern.pattern_type.name, a.operation.name) for a in found)
 
 
-def write_options(path: Path, bootstrap: str, user: str, password: str, uid: int | None = None) -> Path:
-    """Write the learner's `kafka.*` options file (0600, owned by the learner when `uid` is given)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(f"# {user}'s credentials on the workshop's Kafka at {bootstrap}: keep them to yourself\n")
-        handle.write("".join(f"{k}={v}\n" for k, v in spark_options(user, password).items()))
-    if uid is not None:
-        os.chown(path, uid, -1)
+def write_options(path: Path, bootstrap: str, user: str, password: str, uid: int | None = None, *,
+                  gid: int | None = None, home: Path | None = None) -> Path:
+    """Write the learner's `kafka.*` options file (0600, owned by the learner when `uid` is given). Root writes it
+    without following any link from `home` (default: the file's folder) on: a new file renamed over the old one."""
+    from streamlab.workshop import homes
+
+    if home is None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        home = path.parent
+    text = (f"# {user}'s credentials on the workshop's Kafka at {bootstrap}: keep them to yourself\n"
+            + "".join(f"{k}={v}\n" for k, v in spark_options(user, password).items()))
+    ids = None if uid is None else (uid, -1 if gid is None else gid)
+    homes.write_file(home, path.relative_to(home), text.encode(), ids, mode=0o600)
     return path
 
 

@@ -9,10 +9,14 @@ mount and pid namespace of its own, where:
   one holding only those, so the learner's account can run them and sees nothing else there;
 - the workshop's folder holds only the learner's home and the servers' configuration (read-only): no other home,
   no hub database or secret, no Kafka data;
-- `solutions/`, `tests/` and `.git` are empty, and `.streamlab/` holds only the jars; `/tmp` and `/dev/shm` are the
-  learner's own;
-then the server runs as the learner's account (setpriv), and every process it starts ends with it (the pid
-namespace). Nothing of this touches the machine outside the namespace.
+- `solutions/`, `tests/` and `.git` are empty, and `.streamlab/` holds only the jars; `/tmp`, `/dev/shm`, `/var/tmp`
+  and `/run/lock` are the learner's own (tmpfs: no channel to another learner, and their pages count against the
+  server's memory cgroup, so a learner fills her own memory limit, not the machine's disk);
+then the server runs as the learner's account (setpriv) under a small reaper of ours as the namespace's pid 1 (a
+server, as pid 1, never waits for the orphans it inherits: each stayed a zombie holding a pid until the server
+stopped), and every process it starts ends with it (the pid namespace). Nothing of this touches the machine outside
+the namespace. The learner's home has no disk quota: Linux bounds a folder only by a filesystem quota or a
+filesystem of its own, which this hub does not set up; her Kafka topics are bounded by the room broker's caps.
 """
 from __future__ import annotations
 
@@ -23,10 +27,37 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.sandbox import outermost, q
+from grader.sandbox import PRIVATE_TMPFS, blocking, outermost, q
+from grader.sandbox import veil as _veil
 
 REPO = Path(__file__).resolve().parents[2]
 UNSHARE = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--mount-proc"]
+# pid 1 of the namespace, as the learner: starts the server, passes it the hub's SIGINT/SIGTERM (hub._signal sends
+# them to unshare's child, this), waits for every child it inherits, and ends (ending the namespace) with the server.
+REAPER = r"""
+import os, signal, sys
+server = 0
+def forward(number, _frame):
+    if server > 0:
+        try:
+            os.kill(server, number)
+        except ProcessLookupError:
+            pass
+for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+    signal.signal(number, forward)
+server = os.fork()
+if server == 0:
+    try:
+        os.execvp(sys.argv[1], sys.argv[1:])
+    except OSError as exc:
+        print(f"walls: cannot run {sys.argv[1]}: {exc}", file=sys.stderr, flush=True)
+    os._exit(127)
+while True:
+    pid, status = os.wait()
+    if pid == server:
+        code = os.waitstatus_to_exitcode(status)
+        sys.exit(code if code >= 0 else 128 - code)
+"""
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,16 +86,6 @@ def reached() -> list[Path]:
     return [p.resolve() for p in found if p.exists()]
 
 
-def blocking(paths: list[Path]) -> list[Path]:
-    """The folders on the way to `paths` that other accounts cannot enter (no o+x)."""
-    found = []
-    for path in paths:
-        for folder in reversed(path.parents[:-1]):  # from the top, without /
-            if not os.stat(folder).st_mode & 0o001 and folder not in found:
-                found.append(folder)
-    return found
-
-
 def script(*, home: Path, workshop: Path, config: Path, uid: int, gid: int) -> str:
     """The shell commands run as root in the new namespace, ending in the server run as `uid`:`gid` ("$@")."""
     home, workshop, config = home.resolve(), workshop.resolve(), config.resolve()
@@ -77,26 +98,16 @@ def script(*, home: Path, workshop: Path, config: Path, uid: int, gid: int) -> s
     for number, (folder, mode) in enumerate(sorted(veils.items(), key=lambda item: len(item[0].parts))):
         folder = folder.resolve() if folder.exists() else folder
         lines += _veil(folder, mode, outermost([k for k in keep if folder in k.parents]), f"$stage/{number}")
-    lines += ['rmdir "$stage"', "mount -t tmpfs -o mode=1777 tmpfs /dev/shm",
-              f"mount -o remount,bind,ro {q(config)}",
+    lines.append('rmdir "$stage"')
+    lines += [f"if [ -d {where} ] && [ ! -L {where} ]; then mount -t tmpfs -o mode=1777,nosuid,nodev,size=512m "
+              f"tmpfs {where}; fi" for where in PRIVATE_TMPFS]
+    lines += [f"mount -o remount,bind,ro {q(config)}",
               f"cd {q(home)}",
-              f'exec setpriv --reuid={uid} --regid={gid} --clear-groups -- "$@"']
+              f"exec setpriv --reuid={uid} --regid={gid} --clear-groups -- {q(Path(sys.executable))} -I -S -c "
+              f'{q(REAPER)} "$@"']
     return "\n".join(lines)
 
 
 def wrap(cmd: list[str], **where) -> list[str]:
     """`cmd` (the server's command line) run behind the walls: see `script` for `where`."""
     return [*UNSHARE, "--", "sh", "-c", script(**where), "walls", *cmd]
-
-
-def _veil(folder: Path, mode: str, keep: list[Path], stage: str) -> list[str]:
-    """Replace `folder` (when it is there) by an empty one that holds only `keep`, each at its own path."""
-    where = q(folder)
-    lines = [f"if [ -d {where} ]; then", f'  mkdir "{stage}"']
-    for i, path in enumerate(keep):
-        lines += [f'  mkdir "{stage}/{i}"', f'  mount --rbind {q(path)} "{stage}/{i}"']
-    lines.append(f"  mount -t tmpfs -o mode={mode} tmpfs {where}")
-    for i, path in enumerate(keep):
-        lines += [f"  mkdir -p {q(path)}", f'  mount --rbind "{stage}/{i}" {q(path)}',
-                  f'  umount -R "{stage}/{i}"', f'  rmdir "{stage}/{i}"']
-    return lines + [f'  rmdir "{stage}"', "fi"]

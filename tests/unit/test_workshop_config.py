@@ -23,7 +23,7 @@ def test_the_hub_binds_to_localhost_culls_idle_servers_and_asks_the_instructor_t
     assert c.NativeAuthenticator.open_signup is False and c.Authenticator.admin_users == {"teacher"}
     culler = next(s for s in c.JupyterHub.services if s["name"] == "idle-culler")
     assert "--timeout=2700" in culler["command"]
-    server_config = (tmp_path / "hub" / "server-config" / "jupyter_server_config.json").read_text()
+    server_config = (tmp_path / "server-config" / "jupyter_server_config.json").read_text()
     assert '"streamlab.workshop.activity": true' in server_config
 
 
