@@ -1,4 +1,4 @@
-"""`python -m grader release | check NOTEBOOK | grade SUBMISSIONS_DIR | audit [ASSIGNMENT ...]`."""
+"""`python -m grader release | check NOTEBOOK | grade SUBMISSIONS_DIR | audit [ASSIGNMENT ...] | lint`."""
 from __future__ import annotations
 
 import argparse
@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     aud.add_argument("assignments", nargs="*", help="assignment ids (default: every one in --source)")
     aud.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
     sub.add_parser("samples", help="rewrite grader/sample-submissions/ from the current 00-setup release")
+    lint = sub.add_parser("lint", help="print each module's teaching numbers (../shared/teaching-style.md); "
+                                       "exit 1 where one is worse than tests/course-lint.json")
+    lint.add_argument("--update", action="store_true", help="write tests/course-lint.json (none may be worse)")
     dist = sub.add_parser("distribute", help="copy the course for a graded cohort, without solutions and tests")
     dist.add_argument("out", type=Path)
     args = parser.parse_args(argv)
@@ -69,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
             from .audit import audit_assignments
 
             return audit_assignments(args.assignments, args.source.resolve(), args.timeout)
+        elif args.command == "lint":
+            from .lint import main as lint_main
+
+            return lint_main(update=args.update, source=args.source.resolve())
         elif args.command == "samples":
             from .cohort import make_samples
 

@@ -107,10 +107,13 @@ def main() -> int:
     second.start()
     beside = threading.Thread(target=run_lane_2, args=(True,), name="lane-2-alongside")
     beside.start()
+    began = time.monotonic()
     codes["lane 1"] = start(lane_1()).wait()
+    took = {"lane 1": time.monotonic() - began}
     for thread in (second, beside):
         while thread.is_alive():
             thread.join(timeout=1)
+    took["lane 2"] = time.monotonic() - began
     for path in LANE_2:
         log = log_of(path)
         if log.exists():
@@ -118,6 +121,8 @@ def main() -> int:
             print(log.read_text(errors="replace"), end="", flush=True)
     failed = {name: code for name, code in codes.items() if code}
     print(f"\nlanes: {', '.join(f'{name} exit {code}' for name, code in codes.items())}", flush=True)
+    print("lane times: " + ", ".join(f"{name} {seconds // 60:.0f} min {seconds % 60:.0f} s"
+                                     for name, seconds in took.items()), flush=True)
     if len(codes) < 1 + len(LANE_2):  # a suite of lane 2 never ran (stopped)
         return max([1, *failed.values()])
     return max(failed.values(), default=0)

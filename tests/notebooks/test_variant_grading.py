@@ -1,19 +1,24 @@
-"""Per-learner variants, graded for real on 00-setup as a cohort of two learners: Ada's solution scores full marks
-on her variant, and Bob's answer, copied from Ada's numbers, fails on his with a note saying they are not his."""
+"""Per-learner variants, graded for real as a cohort of two learners: Ada's solution scores full marks on her
+variant, and Bob's answer, copied from Ada's numbers, fails on his with a note saying they are not his.
+
+The assignment is the fixture fx-variant (tests/fixtures/make_fixture.py): 00-setup's Exercise 1 with its variant
+draws, and no Spark, so the plumbing (each learner's seed, the note on copied numbers) is graded in seconds; 00-setup's
+own checks are graded in test_modules."""
 from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from grader.cohort import grade_cohort
-from grader.course import SOURCE
 from streamlab.course.variants import Variant, student_seed
 
-pytestmark = [pytest.mark.broker, pytest.mark.spark]
-AID = "00-setup"
+pytestmark = [pytest.mark.broker]
+SOURCE = Path(__file__).resolve().parents[1] / "fixtures" / "variant-solutions"
+AID = "fx-variant"
 PER_BATCH = [400, 450, 500, 600, 700, 750, 800]
 
 
@@ -53,9 +58,9 @@ def test_another_seed_solution_full_marks_and_copied_numbers_fail(tmp_path, boot
     nbformat.write(nb, copied)
 
     results = {r.student: r for r in grade_cohort(tmp_path / "subs", tmp_path / "out", workers=2, timeout=240,
-                                                   quiet=True)}
+                                                   source=SOURCE, quiet=True)}
     full = results[ada]
-    assert (full.score, full.max_score) == (3, 3), [(e.grade_id, e.hint) for e in full.exercises]
+    assert (full.score, full.max_score) == (2, 2), [(e.grade_id, e.hint) for e in full.exercises]
     result = results[bob]
     ex1 = next(e for e in result.exercises if e.grade_id == "ex1_four_batches")
     assert ex1.points == 0, ex1
