@@ -200,7 +200,9 @@ def test_max_records_per_partition_drops_every_preferred_location():
     c01 = cells("01")
     assert "an unsplit range *prefers* one" not in c01["ce22c1a8"]
     assert "whenever\n`maxRecordsPerPartition` is set, split or not, no range gets one either" in c01["ce22c1a8"]
-    assert "neither has any batch once `maxRecordsPerPartition` is set, split or not" in c01["37e63a82"]
+    # The recap's version of it now lives in the collapsed "Going deeper" section beside the rule (teaching pass).
+    assert "neither has any batch once `maxRecordsPerPartition` is set, split or not" in c01["ce22c1a8"]
+    assert "an unsplit range *prefers* one" not in text("01")
 
 
 def test_realtime_mode_is_what_4_2_allows_and_continuous_processing_is_the_legacy_note():
@@ -222,8 +224,14 @@ def test_realtime_mode_is_what_4_2_allows_and_continuous_processing_is_the_legac
     # - continuous processing: Trigger.Continuous, @since 2.3.0 (sql-api Trigger.java:132-178).
     c05 = cells("05")
     section, after, recap = c05["69d40c71"], c05["646ec07f"], c05["bed8e755"]
-    assert "The duration is **how often the query checkpoints**, not a latency target; 5 s is the shortest allowed" \
-        in section
+    # Truth review three #14: 5 s is the default of a public setting, not a fixed minimum.
+    assert "The duration is **how often the query checkpoints**, not a latency target; its minimum is 5 s by default" \
+        in section and "`spark.sql.streaming.realTimeMode.minBatchDuration`" in section
+    assert "5 s is the shortest allowed" not in section
+    # Truth review three #8: Real-time Mode refuses Python operators too (RealTimeModeAllowlist.scala:35-60 lists
+    # no BatchEvalPythonExec, ArrowEvalPythonExec, MapInPandasExec or PythonMapInArrowExec).
+    assert "Python and pandas UDFs and `mapInPandas` are refused" in after
+    assert "**Stateless queries in 4.2**: projections, filters, unions, broadcast joins" not in after
     for said in ("Output mode `update` only", "Kafka is Spark's one built-in source for it",
                  "`foreachBatch` and the memory sink are refused", "An aggregation or\n  `dropDuplicates` is refused",
                  "Adaptive Query Execution is switched off for the query (a warning, not an error)",
