@@ -49,8 +49,7 @@ def start(settings: Settings, timeout: float = 120.0) -> subprocess.Popen:
     hub = Path(settings.root) / "hub"
     room = settings.room()
     _owner_only(hub)
-    if room.folder.is_dir():
-        _owner_only(room.folder)
+    _owner_only(room.folder)
     old = os.umask(0o077)  # the room's Kafka data, logs and secrets: root's only
     try:
         kafka.start(room)
@@ -88,6 +87,8 @@ def _owner_only(folder: Path) -> None:
     only: folders 0700, files 0600. Links are left alone."""
     import stat
 
+    if not folder.is_dir():  # the room's Kafka before its first start
+        return
     for _path, _dirs, files, fd in os.fwalk(folder):
         os.fchmod(fd, 0o700)
         for name in files:
