@@ -14,6 +14,9 @@ Per module:
 - `queries`: cells that show a whole `readStream` ... `writeStream` ... `start()` query, run or in a ```python block
   (target 1 or more);
 - `long_checks`: visible check cells longer than 3 lines (target 0).
+And for the quizzes (each module's lettered questions, the interview pool's written-out ones, and all of them): how
+often a blind strategy is right — always the longest option, always the one with the most code, the best single
+letter (target: 35 % or less each); none may score more than in the baseline.
 """
 from __future__ import annotations
 
@@ -142,16 +145,96 @@ def table(numbers: dict[str, Numbers]) -> str:
     return "\n".join(rows)
 
 
+def quizzes_worse(now: dict[str, dict], then: dict[str, dict]) -> list[str]:
+    """Where a blind strategy scores more than in the baseline `then`, one phrase each."""
+    return [f"{name}: {strategy} {then[name][strategy]:.0%} -> {scores[strategy]:.0%}"
+            for name, scores in now.items() if name in then
+            for strategy in STRATEGIES if scores[strategy] > then[name].get(strategy, 1.0)]
+
+
 def main(update: bool = False, source: Path = SOURCE) -> int:
-    """Print the table; with `update`, write the baseline (refused where a module got worse)."""
-    numbers = course(source)
+    """Print the tables; with `update`, write the baseline (refused where something got worse)."""
+    numbers, quizzes = course(source), quiz_report(source)
     print(table(numbers))
+    print(f"\n{'blind strategies':<24}{'asked':>6}" + "".join(f"{s:>20}" for s in STRATEGIES) + "   (target: 35 % or less)")
+    for name, scores in quizzes.items():
+        print(f"{name:<24}{scores['questions']:>6}" + "".join(f"{scores[s]:>20.0%}" for s in STRATEGIES))
     baseline = json.loads(LINT_BASELINE.read_text()) if LINT_BASELINE.is_file() else {}
     regressions = {aid: worse(n, baseline.get(aid, {})) for aid, n in numbers.items()}
+    regressions["quizzes"] = quizzes_worse(quizzes, baseline.get("quizzes", {}))
     regressions = {aid: r for aid, r in regressions.items() if r}
     for aid, what in regressions.items():
         print(f"worse than {LINT_BASELINE.name}: {aid}: {'; '.join(what)}")
     if update and not regressions:
-        LINT_BASELINE.write_text(json.dumps({aid: asdict(n) for aid, n in numbers.items()}, indent=1) + "\n")
+        data = {aid: asdict(n) for aid, n in numbers.items()}
+        data["quizzes"] = quizzes
+        LINT_BASELINE.write_text(json.dumps(data, indent=1) + "\n")
         print(f"wrote {LINT_BASELINE.relative_to(ROOT)}")
     return 1 if regressions else 0
+
+
+# -- quizzes: can a blind strategy pass them? ------------------------------------------------------------------------
+QUESTION = re.compile(r"\*\*Q(\d+)\.?\*\*")
+OPTION = re.compile(r"^\s*(?:[-*]\s*)?\(?([a-e])\)\s+(.+?)\s*$", re.M)
+KEY = re.compile(r"quiz\.reveal\(\s*q(\d+)\s*,\s*[\"']([a-e])[\"']")
+STRATEGIES = ("longest", "most code", "best single letter")
+
+
+@dataclass
+class Asked:
+    """One multiple-choice question: where it is, its options by letter and its key."""
+
+    where: str
+    options: dict[str, str]
+    key: str
+
+
+def notebook_questions(aid: str, nb) -> list[Asked]:
+    """The lettered questions of a notebook's quiz whose key a hidden test reveals."""
+    keys = {}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            keys.update({int(n): k for n, k in KEY.findall(cell.source)})
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        parts = QUESTION.split(cell.source)
+        for number, body in zip(parts[1::2], parts[2::2]):
+            options = {letter: text for letter, text in OPTION.findall(body)}
+            if int(number) in keys and len(options) >= 3:
+                found.append(Asked(f"{aid} Q{number}", options, keys[int(number)]))
+    return found
+
+
+def pool_questions() -> list[Asked]:
+    """The written-out questions of the interview pool (streamlab.course.interview.FIXED)."""
+    from streamlab.course.interview import FIXED, LETTERS
+
+    return [Asked(f"pool {qid}", dict(zip(LETTERS, options)), key) for qid, _t, _q, options, key, _w in FIXED]
+
+
+def _code(text: str) -> int:
+    return sum(len(m) for m in re.findall(r"`[^`]*`", text)) + len(re.findall(r"[()=_.\[\]]", text))
+
+
+def blind(questions: list[Asked]) -> dict[str, float]:
+    """The share of `questions` each blind strategy answers right: always the longest option, always the one with
+    the most code in it (ties: the first letter), and the best single letter."""
+    if not questions:
+        return dict.fromkeys(STRATEGIES, 0.0)
+    longest = sum(max(q.options, key=lambda k: len(q.options[k])) == q.key for q in questions)
+    code = sum(max(q.options, key=lambda k: _code(q.options[k])) == q.key for q in questions)
+    letters = max(sum(q.key == letter for q in questions) for letter in "abcde")
+    return {name: round(hits / len(questions), 3) for name, hits in zip(STRATEGIES, (longest, code, letters))}
+
+
+def quiz_report(source: Path = SOURCE) -> dict[str, dict]:
+    """{module or 'pool' or 'all': {questions, and each strategy's score}}."""
+    import nbformat
+
+    per: dict[str, list[Asked]] = {aid: notebook_questions(aid, nbformat.read(source / aid / f"{aid}.ipynb", 4))
+                                   for aid in assignments(source)}
+    per["pool"] = pool_questions()
+    per["all"] = [q for qs in per.values() for q in qs]
+    return {name: {"questions": len(qs), **blind(qs)} for name, qs in per.items()}

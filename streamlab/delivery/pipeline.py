@@ -79,8 +79,10 @@ class OpenTransaction:
     def __init__(self, topic: str, records: int, bootstrap: str | None = None, partition: int = 0):
         from kafka import KafkaProducer
 
+        from streamlab.lab.access import prefixed
+
         self.producer = KafkaProducer(bootstrap_servers=bootstrap or ensure_broker(),
-                                      transactional_id=f"open-{topic}", enable_idempotence=True)
+                                      transactional_id=prefixed(f"open-{topic}"), enable_idempotence=True)
         self.producer.init_transactions()
         self.producer.begin_transaction()
         for i in range(records):

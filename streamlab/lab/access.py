@@ -31,6 +31,13 @@ def topic_prefix() -> str:
     return os.environ.get("STREAMLAB_TOPIC_PREFIX", "")
 
 
+def prefixed(name: str) -> str:
+    """`name` with this learner's prefix in front (once): topics, transactional ids and groups a helper names
+    itself must carry it, or the workshop's Kafka refuses them (its ACLs are prefixed)."""
+    prefix = topic_prefix()
+    return name if name.startswith(prefix) else prefix + name
+
+
 def kafka_options() -> dict[str, str]:
     """The Spark `kafka.*` options of $STREAMLAB_KAFKA_OPTIONS ({} when unset), or a LabError naming the file."""
     path = os.environ.get("STREAMLAB_KAFKA_OPTIONS")

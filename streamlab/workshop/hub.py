@@ -54,6 +54,7 @@ class Settings:
     cull_timeout_s: int = 2700
     cull_every_s: int = 300
     activity_interval_s: int = 60
+    partitions_port: int = 0  # the hub's partitions service (partitions.py) on 127.0.0.1; 0: a free one each start
     lti: dict = field(default_factory=dict)
 
     def save(self) -> Path:
@@ -151,7 +152,12 @@ def configure(c, root: str) -> None:
     c.Spawner.start_timeout = 120
     c.Spawner.http_timeout = 90
     # How often a learner's server reports its last activity to the hub; a busy kernel counts (activity.py).
-    c.Spawner.environment = {"JUPYTERHUB_ACTIVITY_INTERVAL": str(settings.activity_interval_s)}
+    # Learners may not add partitions on the room's Kafka: the demos' slider asks the hub's partitions service.
+    from streamlab.lab.broker import free_port
+
+    partitions_url = f"http://127.0.0.1:{settings.partitions_port or free_port()}"
+    c.Spawner.environment = {"JUPYTERHUB_ACTIVITY_INTERVAL": str(settings.activity_interval_s),
+                             "STREAMLAB_PARTITIONS_URL": partitions_url}
     c.Authenticator.admin_users = {settings.instructor}
     if settings.auth == "lti":
         c.JupyterHub.authenticator_class = WorkshopLTIAuthenticator
@@ -177,6 +183,9 @@ def configure(c, root: str) -> None:
                                             f"--timeout={settings.cull_timeout_s}",
                                             f"--cull-every={settings.cull_every_s}"]},
         {"name": "instructor", "api_token": token},
+        {"name": "partitions", "url": partitions_url, "display": False,
+         "command": [sys.executable, "-m", "streamlab.workshop.partitions", str(settings.room().folder),
+                     str(settings.kafka_port)]},
     ]
     c.JupyterHub.load_roles = [
         {"name": "idle-culler", "services": ["idle-culler"],

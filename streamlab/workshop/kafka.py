@@ -11,17 +11,20 @@ Kafka's own rules, followed here:
 
 Each learner `ada` gets the SCRAM user `ada` and PREFIXED ACLs on topics, consumer groups and transactional ids
 whose names start with `ada-` (in a prefixed ACL `*` is a literal character, so `ada-*` would match only names
-starting with `ada-*`). A default user quota (`--entity-default`) gives every user — each one separately, on each
+starting with `ada-*`): on topics the operations the course uses (LEARNER_OPERATIONS), never ALTER, the one
+CreatePartitions needs. A default user quota (`--entity-default`) gives every user — each one separately, on each
 broker — the same produce and fetch byte rates.
 
 What one learner may cost the room is bounded too (the red team's K20-K22): the learners' listener takes at most
 MAX_CONNECTIONS connections, CONNECTION_RATE new ones a second, and closes a connection idle for IDLE_MS, so a
 connection flood can no longer exhaust the broker's files and kill it; every user has a `controller_mutation_rate`
 quota; and our own topic policy (policy/RoomPolicy.java, compiled at start) caps a learner's topics: partitions at
-creation, retention (no -1), record size, segment size. Not bounded per learner: connections (all learners share
+creation, retention (no -1), record size, segment size. CreatePartitions passes neither policy, so with ALTER one
+request could grow her own topic to ~10,000 partitions, past the broker's file limit (K21): learners hold no ALTER,
+and the demos' partitions slider asks the hub's partitions service (partitions.py), which grows only her own topics,
+to at most 12 partitions, at her mutation rate. Not bounded per learner: connections (all learners share
 127.0.0.1, so Kafka cannot tell them apart by address: one learner can hold the listener's connections and delay
-others' new ones until hers close or idle out) and partitions added to an existing topic (CreatePartitions passes
-neither policy; only the mutation quota slows the next request). docs/workshop.md says so to the instructor.
+others' new ones until hers close or idle out). docs/workshop.md says so to the instructor.
 
 The learner's credentials reach their notebooks as a file of Spark `kafka.*` options (streamlab.lab.access).
 """
@@ -57,6 +60,14 @@ MUTATION_RATE = 10
 TOPIC_CAPS = {"max.partitions": 32, "max.retention.ms": 7 * 24 * 3600 * 1000, "max.retention.bytes": 256 << 20,
               "max.message.bytes": 1 << 20, "min.segment.bytes": 16 << 20, "min.segment.ms": 3600 * 1000}
 POLICY = "streamlab.workshop.policy.RoomPolicy"
+# What a learner may do on names starting with `<name>-` (prefixed ACLs). No ALTER on topics: CreatePartitions needs
+# it and passes neither RoomPolicy hook (K21); the demos' slider grows topics through the hub (partitions.py).
+# Groups and transactional ids: every operation Kafka has for them (Kafka 4's group configs excepted).
+LEARNER_OPERATIONS = {
+    "TOPIC": ("READ", "WRITE", "CREATE", "DELETE", "DESCRIBE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS"),
+    "GROUP": ("READ", "DESCRIBE", "DELETE"),
+    "TRANSACTIONAL_ID": ("WRITE", "DESCRIBE"),
+}
 POLICY_SOURCE = Path(__file__).with_name("policy") / "RoomPolicy.java"
 
 
@@ -310,8 +321,9 @@ def set_quotas(room: Room, produce: int = PRODUCE_BYTES_S, fetch: int = FETCH_BY
 
 def add_learner(room: Room, name: str, password: str | None = None) -> str:
     """Create (or reset) learner `name`'s SCRAM user and their prefixed ACLs; return the password."""
-    from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePattern,
-                             ResourceType, ScramMechanism, UserScramCredentialUpsertion)
+    from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                             ResourcePattern, ResourcePatternFilter, ResourceType, ScramMechanism,
+                             UserScramCredentialUpsertion)
 
     check_name(name)
     password = password or secrets.token_urlsafe(18)
@@ -320,9 +332,12 @@ def add_learner(room: Room, name: str, password: str | None = None) -> str:
         admin.alter_user_scram_credentials([UserScramCredentialUpsertion(name, ScramMechanism.SCRAM_SHA_512,
                                                                          password)])
         principal = f"User:{name}"
-        acls = [ACL(principal, "*", ACLOperation.ALL, ACLPermissionType.ALLOW,
-                    ResourcePattern(kind, f"{name}-", ACLResourcePatternType.PREFIXED))
-                for kind in (ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID)]
+        # A room provisioned before LEARNER_OPERATIONS gave operation ALL (ALTER with it): reset it away.
+        admin.delete_acls([ACLFilter(principal, None, ACLOperation.ALL, ACLPermissionType.ANY,
+                                     ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY))])
+        acls = [ACL(principal, "*", getattr(ACLOperation, operation), ACLPermissionType.ALLOW,
+                    ResourcePattern(getattr(ResourceType, kind), f"{name}-", ACLResourcePatternType.PREFIXED))
+                for kind, operations in LEARNER_OPERATIONS.items() for operation in operations]
         result = admin.create_acls(acls)
         failed = result.get("failed") if isinstance(result, dict) else None
         if failed:

@@ -10,8 +10,22 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from grader import lint
 
 
+def test_no_blind_strategy_scores_more_than_in_the_baseline():
+    baseline = json.loads(lint.LINT_BASELINE.read_text())["quizzes"]
+    now = lint.quiz_report()
+    assert now["all"]["questions"] >= baseline["all"]["questions"], "quiz questions went missing from the audit"
+    assert not lint.quizzes_worse(now, baseline), lint.quizzes_worse(now, baseline)
+
+
+def test_the_blind_strategies_are_scored_as_a_test_taker_would_play_them():
+    asked = [lint.Asked("x Q1", {"a": "short", "b": "a much longer option", "c": "`f(x)`"}, "b"),
+             lint.Asked("x Q2", {"a": "the longest option of all here", "b": "b", "c": "`spark.read`"}, "c")]
+    assert lint.blind(asked) == {"longest": 0.5, "most code": 0.5, "best single letter": 0.5}
+
+
 def test_no_module_is_worse_than_the_baseline():
     baseline = json.loads(lint.LINT_BASELINE.read_text())
+    baseline.pop("quizzes")
     numbers = lint.course()
     assert set(baseline) <= set(numbers), "a module of the baseline is gone: run python -m grader lint --update"
     worse = {aid: lint.worse(n, baseline[aid]) for aid, n in numbers.items() if aid in baseline}
@@ -36,3 +50,17 @@ def test_the_numbers_see_what_a_learner_sees():
     assert found.frame == ["why", "can", "time", "need"] and found.ending == ["takeaways", "next"]
     assert lint.worse(found, {"long_cells": 0, "figures": 2, "frame": ["why", "can", "time", "need"]}) == \
         ["long_cells 0 -> 1", "figures 2 -> 1"]
+
+
+def test_every_solution_answers_its_quiz_with_the_key_its_hidden_test_reveals():
+    import re
+
+    from grader.course import SOURCE, assignments
+
+    for aid in assignments():
+        nb = nbformat.read(SOURCE / aid / f"{aid}.ipynb", as_version=4)
+        keys = {n: k for c in nb.cells if c.cell_type == "code" for n, k in lint.KEY.findall(c.source)}
+        answers = {n: k for c in nb.cells if c.cell_type == "code"
+                   for n, k in re.findall(r"### BEGIN SOLUTION\s*q(\d+)\s*=\s*[\"']([a-e])[\"']", c.source)}
+        assert keys and answers, f"{aid}: no lettered quiz key or solution answer found"
+        assert {n: answers.get(n) for n in keys} == keys, aid

@@ -196,6 +196,10 @@ def test_two_learners_read_live_on_the_room_broker_each_under_their_own_prefix(h
                 "     .writeStream.format('noop').trigger(availableNow=True).start())\n"
                 "q.awaitTermination()\n"
                 "print(demo_topic, [p['numInputRows'] for p in q.recentProgress if p['numInputRows']])\n"
+                "import os\n"  # the demos' partitions slider: through the hub's service, learners hold no ALTER
+                "from streamlab.lab.topics import add_partitions, partition_count\n"
+                "add_partitions(demo_topic, 4, bootstrap)\n"
+                "print('partitions', partition_count(demo_topic), 'STREAMLAB_PARTITIONS_URL' in os.environ)\n"
                 "print(streamlab.cleanup(spark))", timeout=600)
             outputs[name] = (setup, read)
         except Exception as exc:
@@ -214,6 +218,7 @@ def test_two_learners_read_live_on_the_room_broker_each_under_their_own_prefix(h
         topic, batches = read.splitlines()[0].split(" ", 1)
         assert topic.startswith(f"{name}-setup-")
         assert batches == "[500, 500, 500, 500, 500, 500]"
+        assert "partitions 4 True" in read.splitlines(), read
 
 
 def _hand_in(learner: Learner, answers: dict | None) -> None:

@@ -4,7 +4,8 @@ driver without its secret (P14), and behind her walls has bounded processes, CPU
 /run/lock, and a pid 1 that reaps orphans (R3-R6, F10).
 
 Bounded and local: the flood is a few thousand sockets to 127.0.0.1 for seconds, closed after; the 9,000-partition
-topic is only validated, never created; every process, cgroup and folder made here is removed.
+topic is only validated, never created; the hub's partitions service runs as a subprocess beside a fake hub API (one
+HTTP handler on 127.0.0.1); every process, cgroup and folder made here is removed.
 """
 from __future__ import annotations
 
@@ -163,6 +164,210 @@ def test_each_learner_has_a_partition_mutation_quota(room):
     found = re.search(r"controller_mutation_rate=([0-9.]+)", done.stdout)
     assert found, f"no controller_mutation_rate quota for users: {done.stdout}"
     assert 0 < float(found.group(1)) <= 100, found.group(0)
+
+
+@pytest.mark.broker
+def test_a_learner_cannot_add_partitions_to_her_own_topic(room, learners):
+    """K21/H10: CreatePartitions passes neither topic policy, so a learner's own request for 500 partitions on her own
+    topic (one request could ask for ~10,000, three files each) is refused by her ACLs (no ALTER); what the course
+    does with her topics still works (create, write, read, configs within the caps, delete)."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.errors import TopicAuthorizationFailedError
+
+    mallory = _admin(learners["mallory"])
+    try:
+        mallory.create_topics([NewTopic("mallory-grow", 1, 1)])
+        with pytest.raises(TopicAuthorizationFailedError):
+            mallory.create_partitions({"mallory-grow": 500}, validate_only=True)  # nothing is made even if allowed
+        with pytest.raises(TopicAuthorizationFailedError):
+            mallory.create_partitions({"mallory-grow": 2})
+        assert _alter(mallory, "mallory-grow", {"retention.ms": "3600000"}) is None
+        producer = KafkaProducer(acks="all", **learners["mallory"])
+        producer.send("mallory-grow", b"still mine").get(timeout=30)
+        producer.close()
+        consumer = KafkaConsumer(enable_auto_commit=False, **learners["mallory"])
+        try:
+            assert consumer.end_offsets([TopicPartition("mallory-grow", 0)]) == {TopicPartition("mallory-grow", 0): 1}
+        finally:
+            consumer.close()
+        assert _partition_count(room, "mallory-grow") == 1
+    finally:
+        mallory.close()
+        _delete(room, "mallory-grow")  # by the admin: an allowed request of 500 spends her mutation quota for 50 s
+
+
+def _delete(room, *topics) -> None:
+    admin = room_kafka._admin(room)
+    try:
+        admin.delete_topics(list(topics))
+    except KafkaError:
+        pass  # not there
+    finally:
+        admin.close()
+
+
+def _partition_count(room, topic) -> int:
+    from streamlab.lab.topics import _partitions
+
+    admin = room_kafka._admin(room)
+    try:
+        return len(_partitions(admin, topic))
+    finally:
+        admin.close()
+
+
+class _FakeHub:
+    """The one hub API call the partitions service makes, GET /hub/api/user, answered per token as the hub does."""
+
+    def __init__(self, tokens: dict[str, dict]):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                scheme, _, token = self.headers.get("Authorization", "").partition(" ")
+                model = tokens.get(token) if scheme == "token" and self.path == "/hub/api/user" else None
+                body = json.dumps(model or {"status": 403, "message": "Forbidden"}).encode()
+                self.send_response(200 if model else 403)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hub/api"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def partitions_service(room, learners):
+    """The hub's partitions service (streamlab/workshop/partitions.py) as the hub starts it, beside a fake hub API
+    that knows mallory's and victor's server tokens; stopped afterwards."""
+    import urllib.request
+
+    from streamlab.lab.broker import free_port
+
+    tokens = {"mallory-token": {"kind": "user", "name": "mallory"}, "victor-token": {"kind": "user", "name": "victor"},
+              "culler-token": {"kind": "service", "name": "mallory"}}
+    hub = _FakeHub(tokens)
+    url = f"http://127.0.0.1:{free_port()}"
+    env = {**os.environ, "JUPYTERHUB_SERVICE_URL": url, "JUPYTERHUB_API_URL": hub.url,
+           "JUPYTERHUB_API_TOKEN": "the-service-own-token", "JUPYTERHUB_SERVICE_NAME": "partitions"}
+    service = subprocess.Popen([sys.executable, "-m", "streamlab.workshop.partitions", str(room.folder),
+                                str(room.port)], env=env, cwd=REPO, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert service.poll() is None, f"the partitions service exited with {service.returncode}"
+            try:
+                urllib.request.urlopen(url, timeout=2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        yield SimpleNamespace(url=url)
+    finally:
+        service.terminate()
+        try:
+            service.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            service.kill()
+            service.wait()
+        hub.close()
+
+
+def _ask(url, token, body) -> tuple[int, dict]:
+    """POST `body` to the service with `token` (None: no Authorization header): (status, answer)."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json", **({"Authorization": f"token {token}"} if token else {})}
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.load(answer)
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.load(exc)
+
+
+GROW = r"""
+import sys
+from streamlab.errors import LabError
+from streamlab.lab.topics import add_partitions
+try:
+    add_partitions(sys.argv[1], int(sys.argv[2]), sys.argv[3])
+except LabError as exc:
+    print(exc)
+    sys.exit(3)
+print("grown")
+"""
+
+
+def _grow_in_kernel(room, learners, tmp, name, url, token, topic, total) -> subprocess.CompletedProcess:
+    """streamlab.lab.topics.add_partitions in a process set up as the hub sets up learner `name`'s kernel."""
+    config = learners[name]
+    options = room_kafka.write_options(tmp / f"{name}.properties", room.bootstrap, name,
+                                       config["sasl_plain_password"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTERHUB_", "STREAMLAB_PARTITIONS"))}
+    env.update({"STREAMLAB_KAFKA_OPTIONS": str(options), "STREAMLAB_TOPIC_PREFIX": f"{name}-",
+                "STREAMLAB_PARTITIONS_URL": url, **({"JUPYTERHUB_API_TOKEN": token} if token else {})})
+    return subprocess.run([sys.executable, "-c", GROW, topic, str(total), room.bootstrap], capture_output=True,
+                          text=True, timeout=120, env=env, cwd=REPO, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.broker
+def test_the_partitions_service_grows_only_her_own_topic_and_only_to_the_sliders_top(room, learners,
+                                                                                       partitions_service, tmp_path):
+    """K21/H10: what the demos' slider needs, through the hub's service: her kernel grows her own topic to 12
+    partitions; 500, another learner's topic, another service's token, a forged token or none are refused, and a
+    refusal or a service that is down is one clear line in her notebook."""
+    url = partitions_service.url
+    for name in ("mallory", "victor"):
+        client = _admin(learners[name])
+        client.create_topics([NewTopic(f"{name}-slider", 1, 1)])
+        client.close()
+    try:
+        done = _grow_in_kernel(room, learners, tmp_path, "mallory", url, "mallory-token", "mallory-slider", 12)
+        assert done.returncode == 0 and done.stdout.strip() == "grown", done.stdout + done.stderr[-2000:]
+        assert _partition_count(room, "mallory-slider") == 12
+        done = _grow_in_kernel(room, learners, tmp_path, "mallory", url, "mallory-token", "mallory-slider", 500)
+        assert done.returncode == 3, done.stdout + done.stderr[-2000:]
+        line = done.stdout.strip()
+        assert "\n" not in line and "12" in line and "500" in line, line
+        for token, body, status in (
+                ("mallory-token", {"topic": "mallory-slider", "total": 500}, 400),
+                ("mallory-token", {"topic": "victor-slider", "total": 2}, 403),
+                ("mallory-token", {"topic": "mallory", "total": 2}, 403),
+                ("victor-token", {"topic": "mallory-slider", "total": 13}, 403),
+                ("culler-token", {"topic": "mallory-slider", "total": 12}, 403),
+                ("forged-token", {"topic": "victor-slider", "total": 2}, 403),
+                (None, {"topic": "victor-slider", "total": 2}, 401),
+                ("mallory-token", {"topic": "mallory-slider", "total": "12; rm"}, 400),
+                ("mallory-token", ["mallory-slider", 12], 400)):
+            got, answer = _ask(url, token, body)
+            assert got == status and answer.get("error"), (token, body, got, answer)
+        assert _partition_count(room, "mallory-slider") == 12
+        assert _partition_count(room, "victor-slider") == 1
+        done = _grow_in_kernel(room, learners, tmp_path, "victor", url, None, "victor-slider", 2)
+        assert done.returncode == 3 and "JUPYTERHUB_API_TOKEN" in done.stdout, done.stdout + done.stderr[-2000:]
+        from streamlab.lab.broker import free_port
+
+        down = f"http://127.0.0.1:{free_port()}"
+        done = _grow_in_kernel(room, learners, tmp_path, "victor", down, "victor-token", "victor-slider", 2)
+        assert done.returncode == 3, done.stdout + done.stderr[-2000:]
+        assert "\n" not in done.stdout.strip() and down in done.stdout, done.stdout
+        assert _partition_count(room, "victor-slider") == 1
+    finally:
+        _delete(room, "mallory-slider", "victor-slider")
 
 
 SPARK_PROBE = r"""
