@@ -34,6 +34,8 @@ IMAGE = re.compile(r"!\[[^\]]*\]\((figures/[^)\s]+)\)|<img[^>]+src=\"(figures/[^
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
 # Better is lower for these, higher for the others (see `worse`).
 LOWER_IS_BETTER = ("long_cells", "mean_sentence", "long_checks")
+# A number at its target may move within it (a reworded quiz option lengthens a sentence or two).
+TARGETS = {"mean_sentence": 22.0}
 
 
 @dataclass
@@ -130,6 +132,8 @@ def worse(now: Numbers, then: dict) -> list[str]:
             lost = sorted(set(old) - set(value))
             if lost:
                 out.append(f"{key} lost {', '.join(lost)}")
+        elif key in TARGETS and value <= TARGETS[key]:
+            continue
         elif (value > old) if key in LOWER_IS_BETTER else (value < old):
             out.append(f"{key} {old} -> {value}")
     return out

@@ -41,372 +41,462 @@ class Question:
 
 
 # (id, topic, question, [a, b, c, d], key, why)
+# The options of a question have comparable length and form, the wrong ones are the myths the course corrects, and
+# the reason stays in `why` (`python -m grader lint` prints how often blind strategies are right on the pool).
 FIXED = [
     ("setup-connector", "setup", "What must be on Spark's classpath for `format(\"kafka\")` to work?",
-     ["nothing: PySpark ships it", "kafka-python", "the spark-sql-kafka-0-10 connector matching Spark's version",
-      "a Kafka Connect worker"], "c",
-     "The Kafka source and sink are a separate artifact, spark-sql-kafka-0-10 for your Spark and Scala version; "
-     "without it Spark cannot find the data source `kafka`."),
+     ["nothing extra: the Kafka source is bundled in PySpark's own jars",
+      "kafka-clients alone, the jar Kafka's Java consumers are built on",
+      "the spark-sql-kafka-0-10 package that matches Spark's version",
+      "kafka-python, installed in the driver's virtual environment"], "c",
+     "The Kafka source and sink are a separate artifact, spark-sql-kafka-0-10 for your Spark and Scala version (it "
+     "brings kafka-clients along); without it Spark cannot find the data source `kafka`. kafka-clients alone holds no "
+     "Spark data source, and Spark never uses kafka-python."),
     ("setup-bootstrap", "setup", "Which option does every Kafka source and sink need?",
-     ["kafka.bootstrap.servers", "kafka.group.id", "startingOffsets", "subscribe"], "a",
+     ["kafka.group.id", "startingOffsets", "subscribe (or subscribePattern)", "kafka.bootstrap.servers"], "d",
      "It is how they find the cluster. The source checks it at `load()` (\"Option 'kafka.bootstrap.servers' must be "
      "specified\"); the sink does not check it: without it the write fails later, when a task creates its Kafka "
-     "producer. A sink needs no subscribe, and group ids are generated."),
+     "producer. A sink needs no subscribe, startingOffsets has a default, and group ids are generated."),
     ("setup-bytes", "setup", "What type are the `key` and `value` columns of a Kafka stream?",
-     ["string", "whatever kafka.value.deserializer says", "a struct parsed from JSON", "binary"], "d",
+     ["binary", "string, decoded as UTF-8 by the connector", "whatever kafka.value.deserializer says",
+      "a struct, when the records hold JSON"], "a",
      "Always binary: the connector rejects Kafka deserializer options. Cast (`CAST(value AS STRING)`) or parse "
      "(`from_json`) in the DataFrame."),
     ("setup-latest", "setup", "A new stream on a topic full of old records sees only empty batches. Why?",
-     ["the default startingOffsets for a stream is latest: only records written after its start are read",
-      "maxOffsetsPerTrigger defaults to 0", "the broker hides old records from Spark",
-      "streams read only committed group offsets"], "a",
-     "Streams start at `latest` unless told otherwise (batch reads default to earliest). Use "
-     "startingOffsets=earliest on the first run to read the history."),
+     ["its new group has no committed offsets yet", "the default startingOffsets of a stream is latest",
+      "maxOffsetsPerTrigger defaults to 0", "auto.offset.reset is latest for Spark's group"], "b",
+     "Streams start at `latest` unless told otherwise (batch reads default to earliest): only records written after "
+     "the first start are read. Use startingOffsets=earliest on the first run to read the history. Spark ignores "
+     "group offsets, refuses auto.offset.reset, and sets no cap by default."),
     ("setup-local2", "setup", "What does `local[2]` mean for a streaming query?",
-     ["two executors on two machines", "two worker threads: at most two tasks run at once",
-      "two queries at most", "two Kafka partitions per task"], "b",
-     "Local mode with two threads: a batch of six Kafka tasks runs them two at a time."),
+     ["two executors, each its own JVM on this machine", "at most two streaming queries at once in this session",
+      "two Kafka partitions read by each task", "two task threads: at most two tasks run at once"], "d",
+     "Local mode with two threads in one JVM (the driver's): a batch of six Kafka tasks runs them two at a time."),
     ("source-fetch", "source", "Who fetches the records of a micro-batch from Kafka?",
-     ["the driver, which ships them to executors", "a long-running receiver", "each task, directly from the broker, "
-      "for its planned offset range", "the checkpoint"], "c",
+     ["the driver, which then ships them to the executors",
+      "a long-running receiver task, as in DStreams' receiver API",
+      "a consumer group whose coordinator spreads partitions over executors",
+      "each task, from the broker, for its planned offset range"], "d",
      "The driver only plans: it lists partitions and latest offsets and makes one offset range per partition. Each "
-     "range becomes a task, and executors fetch that range from the broker themselves."),
+     "range becomes a task, and executors fetch that range from the broker themselves. There is no receiver, and no "
+     "group assigns partitions."),
     ("source-group", "source", "Which consumer group does a Spark Kafka query use?",
-     ["one you must set with kafka.group.id", "one generated per query: spark-kafka-source-<uuid>-<hash>",
-      "the application name", "the group `spark`"], "b",
-     "Each query makes up its own group id (prefix from groupIdPrefix; the hash is of the source's checkpoint "
-     "folder, <checkpoint>/sources/<i>); executors add `-executor`. They assign() "
-     "partitions and never commit, so the group holds nothing on the broker."),
+     ["the one you set with kafka.group.id before load()", "one generated per query: spark-kafka-source-<uuid>-<hash>",
+      "one named after the application, for all its queries", "one per topic, shared by every query reading it"], "b",
+     "Each query makes up its own group id (prefix from groupIdPrefix; the hash is of the source's checkpoint folder, "
+     "<checkpoint>/sources/<i>); executors add `-executor`. They assign() partitions and never commit, so the group "
+     "holds nothing on the broker."),
     ("source-new-partitions", "source", "Partitions are added to a subscribed topic while the query runs. Then:",
-     ["they are ignored until a restart", "the query fails", "they are read from latest",
-      "a later trigger finds them and reads them from earliest"], "d",
-     "Topics and partitions are re-listed on every trigger; a new partition starts from earliest (if its earliest "
-     "offset is not 0, Spark reports possible data loss)."),
+     ["a later trigger finds them and reads them from earliest", "they are ignored until the query is restarted",
+      "the query fails: its checkpoint (offsets/N) lists only the old ones",
+      "a later trigger finds them and reads them from latest"], "a",
+     "Topics and partitions are re-listed on every trigger; a new partition starts from earliest, so nothing written "
+     "to it is skipped (if its earliest offset is not 0, Spark reports possible data loss)."),
     ("source-auto-reset", "source", "What does `kafka.auto.offset.reset=earliest` do on a Spark Kafka source?",
-     ["it is refused with an IllegalArgumentException pointing to startingOffsets", "reads from earliest",
-      "nothing: silently ignored", "only affects restarts"], "a",
-     "Spark manages positions itself; the connector rejects the option and tells you to use startingOffsets."),
+     ["the first run starts from earliest, as a plain consumer would",
+      "it is refused with an error that points to startingOffsets", "nothing, silently: Spark manages positions itself",
+      "it applies on a restart whose checkpoint offsets were deleted"], "b",
+     "Spark manages positions itself; the connector rejects the option with an IllegalArgumentException and tells you "
+     "to use startingOffsets."),
     ("source-headers", "source", "How do you read Kafka record headers?",
-     ["they are always in the schema", "they cannot be read", "set includeHeaders=true: a headers "
-      "array<struct<key,value>> column is added", "set kafka.headers=true"], "c",
-     "Headers (Spark 3.0+) are off by default; includeHeaders=true adds the column."),
+     ["set includeHeaders=true on the source", "they cannot be read: Structured Streaming drops them",
+      "they are in the default schema, as a map column named headers",
+      "set kafka.includeHeaders=true, like other consumer settings"], "a",
+     "Headers (Spark 3.0+) are off by default; includeHeaders=true adds a `headers` column, an "
+     "array<struct<key,value>>. It is a source option, so it takes no `kafka.` prefix."),
     ("source-min-partitions", "source", "What does `minPartitions` do?",
-     ["creates partitions in Kafka", "a hint: Spark splits large offset ranges so a batch has at least about that "
-      "many tasks", "sets the minimum executors", "skips batches smaller than it"], "b",
-     "It is read parallelism: more tasks than Kafka partitions. It does not touch Kafka and is not a rate limit; "
-     "maxRecordsPerPartition (4.0) splits ranges by size instead."),
+     ["creates that many partitions in the Kafka topic, if it has fewer",
+      "sets the minimum number of executors the query keeps alive",
+      "skips a trigger until that many partitions have new data",
+      "splits offset ranges so a batch has about that many tasks"], "d",
+     "It is a hint for read parallelism: large offset ranges are split so a batch has at least about that many tasks. "
+     "It does not touch Kafka and is not a rate limit; maxRecordsPerPartition (4.0) splits ranges by size instead."),
     ("source-group-id", "source", "You set `kafka.group.id=billing` on a Spark source. What happens?",
-     ["the query commits its offsets to group billing", "it is rejected", "it is allowed with a warning and "
-      "groupIdPrefix is ignored; Spark still keeps offsets only in its checkpoint", "it replaces startingOffsets"],
-     "c",
-     "Allowed since 3.0 (useful for ACLs that name groups), with a warning; queries sharing a group id may interfere. "
-     "Nothing is committed either way."),
+     ["the query commits its progress to group billing after each batch",
+      "it is used, with a warning; progress stays in the checkpoint",
+      "the source refuses it: Spark generates every group id itself",
+      "it replaces startingOffsets: the query resumes from billing's offsets"], "b",
+     "Allowed since 3.0 (useful for ACLs that name groups), with a warning, and groupIdPrefix is then ignored; "
+     "queries sharing a group id may interfere. Nothing is committed either way: offsets live only in the checkpoint."),
     ("source-fail-on-data-loss", "source", "What does `failOnDataLoss` (default true) do?",
-     ["fails the query when offsets it needs are gone (retention, topic recreated, offsets went backwards)",
-      "retries lost records from the producer", "makes the sink exactly-once", "drops malformed records"], "a",
-     "With true the query stops with an error explaining the option; with false Spark logs a warning and continues "
-     "from what is still there (the vanished records are lost)."),
-    ("source-retention", "source", "A query was stopped for longer than the topic's retention. On restart:",
-     ["it reads from latest", "with failOnDataLoss=true (default) it fails: the checkpoint's offsets no longer "
-      "exist", "it resets to the group's offsets", "it silently skips ahead"], "b",
-     "The checkpoint points at deleted offsets. The default refuses to continue; failOnDataLoss=false continues "
-     "from the earliest available offset and the gap is lost."),
+     ["stops the query when offsets it still needs no longer exist",
+      "makes the Kafka sink wait for acks=all so no write is lost",
+      "fails the query when from_json meets a malformed record",
+      "fails the query when a batch reads fewer rows than planned"], "a",
+     "Offsets a query needs can vanish through retention, a recreated topic or offsets that went backwards. With true "
+     "the query stops with an error explaining the option; with false Spark logs a warning and continues from what is "
+     "still there (the vanished records are lost). It has nothing to do with parsing or with the sink."),
+    ("source-retention", "source", "A query with default options was stopped for longer than the topic's retention. "
+     "On restart:",
+     ["it resumes from the committed offsets of its consumer group",
+      "it resumes from latest, since the checkpoint's offsets are gone",
+      "it skips silently to the earliest offset still in the topic",
+      "it fails: the offsets its checkpoint points at no longer exist"], "d",
+     "The checkpoint points at deleted offsets. The default failOnDataLoss=true refuses to continue; "
+     "failOnDataLoss=false continues from the earliest available offset, with a warning, and the gap is lost."),
     ("offsets-where", "offsets", "Where does Spark keep a query's consumed offsets between batches?",
-     ["in Kafka's __consumer_offsets", "in the checkpoint folder: offsets/N and commits/N",
-      "in executor memory", "in ZooKeeper"], "b",
+     ["in Kafka's __consumer_offsets, under its group", "in the checkpoint folder: offsets/N and commits/N",
+      "in driver memory, rebuilt from Kafka on restart", "in the executors' cached consumers"], "b",
      "The checkpoint is the single source of truth; Spark commits nothing to Kafka."),
     ("offsets-restart", "offsets", "A query with a checkpoint is restarted with startingOffsets changed to earliest. "
-     "Where does it start?", ["at the beginning of the topic", "at latest", "it fails",
-                               "where its checkpoint says: startingOffsets applies only to a fresh checkpoint"], "d",
+     "Where does it start?",
+     ["at the beginning of the topic: the new option wins", "at latest: changed options make the checkpoint stale",
+      "it refuses to start until the checkpoint is deleted", "where its checkpoint says it stopped"], "d",
      "startingOffsets is used only when the checkpoint has no offsets yet; on restart the checkpoint wins."),
     ("offsets-order", "offsets", "When are `offsets/N` and `commits/N` written?",
-     ["offsets/N before batch N runs (its planned end offsets), commits/N after it finished", "both after",
-      "commits/N first", "offsets/N only on shutdown"], "a",
-     "Write-ahead: the plan first, the commit after the sink finished. A restart uses the pair to decide what to "
-     "re-run."),
+     ["both after batch N, once the sink has finished", "commits/N first, then offsets/N when the batch ends",
+      "offsets/N before batch N runs, commits/N after it",
+      "offsets/N only on a clean shutdown, commits/N each batch"], "c",
+     "Write-ahead: the plan (batch N's end offsets) first, the commit after the sink finished. A restart uses the "
+     "pair to decide what to re-run."),
     ("offsets-crash", "offsets", "A crash leaves offsets/7 without commits/7. On restart Spark:",
-     ["skips batch 7", "re-plans batch 7 with the current cap", "re-runs batch 7 with exactly the same offsets",
-      "starts from latest"], "c",
+     ["re-runs batch 7 with exactly the same offsets", "re-plans batch 7 with the cap it has now",
+      "skips batch 7, since its offsets were logged", "starts over from the startingOffsets option"], "a",
      "The planned range is replayed as is; that replay is why the Kafka sink can write duplicates."),
     ("offsets-delete", "offsets", "You delete a query's checkpoint and start it again. What happens?",
-     ["it resumes where it stopped", "it is a brand-new query: startingOffsets decides again (latest skips what came "
-      "in, earliest re-reads everything)", "it resumes from the consumer group", "it refuses to start"], "b",
-     "All memory of progress was in the checkpoint; without it the start position is resolved anew."),
+     ["it resumes from the offsets its consumer group committed",
+      "it resumes where it stopped: Kafka remembers the query id",
+      "it refuses to start without the metadata file it had",
+      "it starts as a new query, wherever startingOffsets says"], "d",
+     "All memory of progress was in the checkpoint; without it the start position is resolved anew (latest skips what "
+     "came in meanwhile, earliest re-reads everything)."),
     ("offsets-share", "offsets", "Two different queries are given the same checkpoint folder. What is true?",
-     ["it is fine: each keeps its own offsets inside", "a checkpoint is one query's state: the second would resume "
-      "from the first's offsets or conflict with it; give every query its own", "Spark merges them",
-      "Kafka prevents it"], "b",
-     "offsets/, commits/ and metadata (the query id) describe one query. Sharing the folder mixes two queries' "
-     "progress."),
+     ["it is fine: each keeps its own offsets inside, by query name",
+      "Spark merges their progress into one offset log safely", "it is fine as long as they read different topics",
+      "it is a mistake: a checkpoint holds one query's progress"], "d",
+     "offsets/, commits/ and metadata (the query id) describe one query: the second would resume from the first's "
+     "offsets or conflict with it. Give every query its own folder."),
     ("offsets-replay", "offsets", "How do you replay a Spark query's data from the beginning?",
-     ["kafka-consumer-groups --reset-offsets --to-earliest", "restart with startingOffsets=earliest",
-      "new checkpoint folder plus startingOffsets=earliest (or explicit JSON offsets)", "delete the topic"], "c",
+     ["reset its group with kafka-consumer-groups --to-earliest", "restart it with startingOffsets=earliest",
+      "a new checkpoint folder and startingOffsets=earliest", "set failOnDataLoss=false and restart it"], "c",
      "Group offsets are ignored and a restart keeps the checkpoint's position: only a fresh checkpoint resolves "
-     "startingOffsets again."),
+     "startingOffsets (earliest or explicit JSON offsets) again."),
     ("offsets-ending", "offsets", "What does `endingOffsets` do in a streaming query?",
-     ["stops the stream there", "the load fails: ending offsets are for batch reads; use trigger(availableNow=True) "
-      "for a bounded run", "ignored", "sets the cap"], "b",
-     "The connector refuses it in streams ('ending offset not valid in streaming queries')."),
+     ["the stream stops once every partition reaches it", "it is refused: it is for batch reads only",
+      "it is ignored; the stream runs on past it", "it caps how far each batch may read"], "b",
+     "The connector refuses it in streams ('ending offset not valid in streaming queries'); use "
+     "trigger(availableNow=True) for a bounded run."),
     ("offsets-metadata", "offsets", "What does the checkpoint's `metadata` file hold?",
-     ["the query id, the same across restarts", "the Spark config", "the topic's schema", "the last offsets"], "a",
-     "Each run also gets a new runId, but the id in metadata stays."),
+     ["the Spark config the query started with", "the schema of the topic's values",
+      "the query id, the same across restarts", "the end offsets of the last batch"], "c",
+     "Each run also gets a new runId, but the id in metadata stays. The offsets are in offsets/N."),
     ("offsets-sources", "offsets", "What is in `sources/0/0`?",
-     ["the latest offsets", "the source's initial offsets, written once at the first start; a crash in batch 0 "
-      "replays from there", "the sink's state", "the commit log"], "b",
+     ["the latest offsets the source saw, updated per batch", "the source's initial offsets, written at first start",
+      "the state of the sink, for replays", "the commit of batch 0, once it finished"], "b",
      "It pins batch 0's start so a crash in batch 0 never resolves startingOffsets again."),
     ("lag-cli", "lag", "Why does `kafka-consumer-groups --describe` show nothing useful for a Spark query?",
-     ["Spark commits to ZooKeeper", "the CLI needs the app name", "Spark never commits offsets to Kafka: positions "
-      "live in the checkpoint", "Spark groups are hidden by the broker"], "c",
-     "Executors assign() partitions under a generated group and never commit; the driver lists offsets with the "
-     "AdminClient. There is nothing in Kafka to describe."),
+     ["Spark commits only when a query stops cleanly", "Spark never commits the query's offsets to Kafka",
+      "the CLI shows only groups that are rebalancing", "Spark commits under a group named after the app"], "b",
+     "Positions live in the checkpoint: executors assign() partitions under a generated group and never commit; the "
+     "driver lists offsets with the AdminClient. There is nothing in Kafka to describe."),
     ("lag-measure", "lag", "How do you measure a Spark query's lag?",
-     ["numInputRows", "latestOffset − endOffset per partition from lastProgress's sources (or the broker's latest "
-      "offsets minus the checkpoint's last committed end)", "batchDuration", "the group's committed offsets"], "b",
-     "Both come from Spark's own records of its position; the connector also reports min/max/avg "
-     "OffsetsBehindLatest in each Kafka source's metrics."),
+     ["numInputRows of the last batch, which is what is behind",
+      "latestOffset − endOffset of each partition, from lastProgress",
+      "the batchDuration, compared with the trigger interval",
+      "the offsets its consumer group committed, via the CLI"], "b",
+     "Spark's own records of its position: lastProgress's sources (or the broker's latest offsets minus the "
+     "checkpoint's last committed end); the connector also reports min/max/avg OffsetsBehindLatest in each Kafka "
+     "source's metrics."),
     ("lag-diagnose", "lag", "inputRowsPerSecond stays above processedRowsPerSecond and the lag grows batch after "
      "batch. What is it and what helps?",
-     ["normal; wait", "raise maxOffsetsPerTrigger", "the query cannot keep up: it needs throughput (more partitions "
-      "or minPartitions with cores to match, cheaper processing)", "shorten the trigger"], "c",
-     "A cap only bounds batches and contains bursts; steady growth means processing capacity is below the input "
-     "rate."),
+     ["normal for Kafka: wait, the lag drains by itself later",
+      "too small a cap: raise maxOffsetsPerTrigger until it keeps up",
+      "too little throughput: more partitions and cores, or cheaper work",
+      "too long a trigger: shorten the interval so batches run more often"], "c",
+     "A cap only bounds batches and contains bursts; steady growth means processing capacity is below the input rate "
+     "(more partitions, or minPartitions with cores to match, or cheaper processing)."),
     ("lag-listener", "lag", "What is the production way to watch a query's lag and alert on it?",
-     ["a StreamingQueryListener (onQueryProgress) feeding metrics and alerts", "polling the consumer-group CLI",
-      "reading executor logs", "the Kafka broker's log"], "a",
-     "Every batch's progress event reaches the listener with the offsets it needs."),
+     ["a StreamingQueryListener feeding alerts", "polling kafka-consumer-groups on the query's group",
+      "grepping the executors' logs for fetch warnings", "the broker's consumer-lag metrics for the group"], "a",
+     "Every batch's progress event reaches onQueryProgress with the offsets it needs. Group-based tools see nothing: "
+     "Spark commits no offsets."),
     ("lag-metrics", "lag", "Where does the Kafka source report its own lag summary?",
-     ["in the sink's metrics", "nowhere", "in the checkpoint", "in each Kafka source's `metrics` of the progress: "
-      "min/max/avgOffsetsBehindLatest (strings)"], "d",
-     "Since 3.2, next to startOffset, endOffset and latestOffset."),
-    ("lag-zero", "lag", "A query without maxOffsetsPerTrigger reports latestOffset − endOffset = 0 after every "
-     "batch. What does that say?",
-     ["that it keeps up with its producers", "nothing is being produced", "little: an uncapped batch reads up to "
-      "the latestOffset it was planned with, so this lag is 0 even while the query falls behind",
-      "Spark committed to Kafka"], "c",
-     "latestOffset is fetched when the batch is planned; without a cap the batch reads all of it. Measure against "
-     "the broker's latest offsets now, or watch the batches grow; with a cap this lag becomes meaningful."),
+     ["in the sink's metrics of each progress event", "nowhere: only the broker knows the lag",
+      "in the checkpoint's offsets/N files, per batch", "in each source's metrics in the progress"], "d",
+     "Since 3.2, min/max/avgOffsetsBehindLatest (as strings), next to startOffset, endOffset and latestOffset."),
+    ("lag-zero", "lag", "A query without maxOffsetsPerTrigger reports latestOffset − endOffset = 0 after every batch. "
+     "What does that say?",
+     ["that it keeps up with its producers: each batch ends at the newest offset in Kafka",
+      "that nothing is being produced to the topic, so every batch it plans is empty",
+      "little: an uncapped batch reads all it planned, so it is 0 even as it falls behind",
+      "that Spark committed its end offsets to its group, which resets the group's lag"], "c",
+     "latestOffset is fetched when the batch is planned; without a cap the batch reads all of it. Measure against the "
+     "broker's latest offsets now, or watch the batches grow; with a cap this lag becomes meaningful."),
     ("bp-automatic", "backpressure", "Does Structured Streaming handle backpressure automatically?",
-     ["yes, with spark.streaming.backpressure.enabled", "yes, always", "no: the engineer bounds batches "
-      "(maxOffsetsPerTrigger, trigger interval) and adds throughput", "Kafka slows the producers"], "c",
-     "The PID loop belongs to DStreams and has no effect on Structured Streaming."),
-    ("bp-max-rate", "backpressure", "`spark.streaming.kafka.maxRatePerPartition=1000` on a Structured Streaming "
-     "query does what?", ["caps each partition at 1,000 records/s", "nothing: it is a DStreams setting",
-                          "fails the query", "caps each batch at 1,000"], "b",
+     ["no: you bound batches and add throughput yourself", "yes: each batch's size adapts to the last one's speed",
+      "yes, once spark.streaming.backpressure.enabled is true",
+      "yes: Kafka slows the producers when consumers lag"], "a",
+     "The engineer bounds batches (maxOffsetsPerTrigger, trigger interval) and adds throughput. The PID loop belongs "
+     "to DStreams and has no effect on Structured Streaming, and Kafka never slows producers for a consumer."),
+    ("bp-max-rate", "backpressure", "`spark.streaming.kafka.maxRatePerPartition=1000` on a Structured Streaming query "
+     "does what?",
+     ["caps each partition at 1,000 records per second", "caps each micro-batch at 1,000 records in all",
+      "nothing: it is a DStreams setting", "caps each partition at 1,000 records per trigger"], "c",
      "Structured Streaming's lever is maxOffsetsPerTrigger, one budget per source per trigger."),
     ("bp-pid", "backpressure", "What did DStreams' backpressure adapt?",
-     ["the producers' rate", "Kafka quotas", "the number of partitions", "Spark's own ingestion rate, with a PID "
-      "estimator and a 100 records/s minRate floor"], "d",
-     "It never slowed producers; it only changed how fast Spark read."),
+     ["the producers' rate, by throttling them with Kafka quotas",
+      "the batch interval, stretched when batches ran late", "the number of Kafka partitions read in parallel",
+      "how fast Spark itself ingested, with a PID estimator"], "d",
+     "A PID estimator with a 100 records/s minRate floor; it never slowed producers, it only changed how fast Spark "
+     "read."),
     ("bp-symptoms", "backpressure", "Which set of signs shows a query under backpressure?",
-     ["lag growing, batch durations beyond the trigger interval, late triggers, memory pressure where a batch "
-      "is buffered",
-      "idle executors and zero lag", "a shrinking checkpoint", "more consumer groups"], "a",
-     "All follow from input arriving faster than batches finish."),
+     ["lag growing, batches outlasting the trigger interval",
+      "processedRowsPerSecond above inputRowsPerSecond each batch",
+      "batches ending well before the trigger, some of them empty",
+      "many short batches of few rows each, lag near zero"], "a",
+     "All follow from input arriving faster than batches finish: lag grows, batches overrun the interval and triggers "
+     "fire late, and memory comes under pressure where a batch is buffered."),
     ("bp-executors", "backpressure", "Do more executors always fix a lagging Kafka query?",
-     ["yes", "no: a batch's read stage has one task per partition with data (unless minPartitions splits them), "
-      "and the bottleneck may be the sink or a skewed partition", "only with the once trigger", "only on Kafka 4"],
-     "b",
-     "Cores beyond the read stage's tasks sit idle while it reads; stages after a shuffle run "
-     "spark.sql.shuffle.partitions tasks (AQE, on for stateless streams since 4.1, may coalesce them). Find the "
-     "bottleneck first."),
+     ["yes: each new executor joins the group and takes partitions",
+      "yes: Spark spreads each partition's records over all cores",
+      "no: the read stage runs one task per partition with data",
+      "yes, as long as maxOffsetsPerTrigger is raised to match"], "c",
+     "Unless minPartitions splits them, cores beyond the read stage's tasks sit idle while it reads; stages after a "
+     "shuffle run spark.sql.shuffle.partitions tasks (AQE, on for stateless streams since 4.1, may coalesce them), "
+     "and the bottleneck may be the sink or a skewed partition. Find the bottleneck first."),
     ("bp-burst", "backpressure", "A burst of a million records hits an uncapped query. What happens?",
-     ["Spark drops records", "batches stay small", "the next batch takes the whole burst: one huge, slow batch, "
-      "which holds it in memory only if something buffers it", "the query pauses"], "c",
-     "Without a cap a batch reads everything up to latest. Its tasks stream their records, so a map-only batch "
-     "needs little memory; a shuffle, state or a collect/toPandas in foreachBatch holds the burst. A cap turns "
-     "the burst into lag that builds and drains."),
+     ["Spark drops what does not fit in memory", "the batch holds it in memory and fails with OOM",
+      "the next batch takes it all: one huge, slow batch", "batches stay small: Spark spreads it out"], "c",
+     "Without a cap a batch reads everything up to latest. Its tasks stream their records, so a map-only batch needs "
+     "little memory: it holds it in memory only if something buffers it (a shuffle, state or a collect/toPandas in "
+     "foreachBatch). A cap turns the burst into lag that builds and drains."),
     ("bp-once", "backpressure", "`trigger(once=True)` with maxOffsetsPerTrigger=1000 on a backlog of 50,000:",
-     ["one batch of 50,000: once ignores the cap", "50 batches of 1,000", "one batch of 1,000",
-      "it fails"], "a",
-     "once (deprecated since 3.4) runs one uncapped batch; availableNow runs capped batches until the backlog at "
-     "its start is done, with a stronger processing guarantee and better watermark handling (the three reasons "
-     "of once's deprecation note)."),
+     ["50 batches of 1,000, then it stops", "one batch of 1,000, then it stops", "it fails: once refuses a cap",
+      "one batch of 50,000"], "d",
+     "once ignores the cap: it runs one uncapped batch. once is deprecated since 3.4; availableNow runs capped "
+     "batches until the backlog at its start is done, with a stronger processing guarantee and better watermark "
+     "handling (the three reasons of once's deprecation note)."),
     ("rate-three", "rate", "Which three source options limit how much a trigger reads?",
-     ["maxRatePerPartition, minRate, initialRate", "maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay",
-      "minPartitions, maxRecordsPerPartition, failOnDataLoss", "fetchOffset.numRetries, pollTimeoutMs, "
-      "maxOffsetsPerTrigger"], "b",
+     ["maxRatePerPartition, minRate, initialRate", "minPartitions, maxRecordsPerPartition, failOnDataLoss",
+      "maxOffsetsPerTrigger, fetchOffset.numRetries, kafkaConsumer.pollTimeoutMs",
+      "maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay"], "d",
      "A ceiling per trigger, a floor that skips small triggers, and the longest a floor may delay a batch (default "
-     "15m)."),
+     "15m). The first set is DStreams' settings; the second is about parallelism and data loss; the third puts the "
+     "cap beside a retry count and a poll timeout."),
     ("rate-vs-bp", "rate", "Backpressure against rate limiting: which is right?",
-     ["they are the same thing", "backpressure is the situation (input faster than processing); rate limiting "
-      "(a cap) is the lever that keeps batches bounded while it lasts", "rate limiting speeds a query up",
-      "backpressure is a Kafka setting"], "b",
-     "A cap bounds batch size (and memory, where the batch is buffered); only more throughput removes steady "
-     "backpressure."),
+     ["two names for one mechanism that Structured Streaming runs itself",
+      "backpressure is a situation; a rate limit bounds batches during it",
+      "backpressure is Spark's automatic reaction; a rate limit is the manual one",
+      "a small enough rate limit removes backpressure and ends the lag"], "b",
+     "Backpressure is input faster than processing. A cap keeps batches bounded while it lasts (and memory, where the "
+     "batch is buffered); only more throughput removes steady backpressure."),
     ("rate-min-max", "rate", "minOffsetsPerTrigger=5000 with maxOffsetsPerTrigger=1000:",
-     ["refused: the minimum is higher than the maximum", "reads 5,000", "reads 1,000", "alternates"], "a",
+     ["each batch reads 5,000: the minimum wins", "each batch reads 1,000: the maximum wins",
+      "batches alternate between the two limits", "refused: the minimum exceeds the maximum"], "d",
      "The connector checks it when the stream is loaded."),
     ("rate-delay-default", "rate", "What is maxTriggerDelay's default?",
-     ["0", "1 minute", "15 minutes", "no limit"], "c",
+     ["none: a trigger waits for the minimum", "1 minute", "15 minutes", "5 minutes"], "c",
      "15m: with minOffsetsPerTrigger, a trigger waits at most that long since the last batch."),
     ("rate-available-now", "rate", "What does trigger(availableNow=True) do?",
-     ["runs forever", "processes what is there when it starts, in capped batches, then stops",
-      "one uncapped batch", "reads only new records"], "b",
-     "Since 3.3; the catch-up job's trigger, replacing once."),
+     ["reads what is there at its start, in capped batches, then stops",
+      "reads everything there in one uncapped batch, then stops",
+      "catches up on the backlog, then keeps running for new records",
+      "reads only records that arrive after it starts, then stops"], "a",
+     "Since 3.3; the catch-up job's trigger, replacing once: it honours the rate limits and stops when the backlog "
+     "present at its start is done."),
     ("rate-default-trigger", "rate", "What does the default trigger do?",
-     ["every 10 s", "starts the next micro-batch as soon as the previous one ends", "once", "continuous"], "b",
-     "No interval: the next batch is planned as soon as the last one ends. When nothing new is there no batch "
-     "runs; Spark checks again after a short polling delay."),
+     ["runs one micro-batch per second, its default interval", "plans the next batch as soon as the last one ended",
+      "runs continuously, one long-running task per partition",
+      "runs a micro-batch each time a new record arrives"], "b",
+     "No interval: the next batch is planned as soon as the last one ends. When nothing new is there no batch runs, "
+     "unless a stateful operator needs a no-data batch to advance its watermark; Spark checks again after a short "
+     "polling delay."),
     ("rate-continuous", "rate", "What is true of the continuous trigger?",
-     ["it is the default", "it supports maxOffsetsPerTrigger", "low latency with long-running tasks, but it does "
-      "not support the rate limits (and supports only map-like operations)", "it is exactly-once"], "c",
+     ["it is the low-latency trigger Spark 4.2 recommends for Kafka",
+      "it honours maxOffsetsPerTrigger per epoch, like micro-batches",
+      "legacy: long-running tasks, map-like queries only, no rate limits",
+      "it gives exactly-once output into Kafka, unlike micro-batches"], "c",
      "Experimental since 2.3 and legacy: millisecond latency, at-least-once, no cap. Spark's guide points to "
      "Real-time Mode (4.1, `trigger(realTime=...)`) instead."),
     ("rate-realtime-duration", "rate", "What does the duration in `trigger(realTime=\"5 minutes\")` set?",
-     ["how late a record may come out", "how often the query checkpoints its offsets: records come out within "
-      "milliseconds all the same", "the largest batch, in records", "how long the query runs"], "b",
+     ["a latency target: how late a record may come out", "how often the query checkpoints its offsets",
+      "how long the query runs before it stops", "how often each task polls Kafka"], "b",
      "Real-time Mode runs one long-running task per partition for the whole batch and writes each record as it is "
-     "read; the duration (5 s at least) is when the batch ends and its offsets are written. Module 5 measured "
-     "milliseconds against a few hundred for back-to-back micro-batches."),
+     "read, so records come out within milliseconds all the same. The duration is when the batch ends and its offsets "
+     "are written; its minimum is 5 s by default (spark.sql.streaming.realTimeMode.minBatchDuration), checked at "
+     "start(). Module 5 measured milliseconds against a few hundred for back-to-back micro-batches."),
     ("rate-realtime-refused", "rate", "Which query can Spark 4.2 run in Real-time Mode?",
-     ["Kafka to Kafka with a filter and a projection, output mode update", "a groupBy().count() in update mode",
-      "a Kafka source into foreachBatch", "a Kafka source with maxOffsetsPerTrigger"], "a",
-     "Stateless Kafka queries in update mode only: an aggregation's operators are not on its allowlist in 4.2, "
-     "foreachBatch's sink is not either, and the source refuses its rate options (there is no batch to cap)."),
+     ["Kafka to Kafka with a filter and a projection, output mode update",
+      "a groupBy().count() over a Kafka source, in update mode", "a Kafka source into foreachBatch, in update mode",
+      "Kafka to Kafka with a Python UDF in its projection, output mode update"], "a",
+     "Stateless Kafka queries in update mode only, built from built-in expressions: in 4.2 the operator allowlist has "
+     "no aggregation and no Python operator, so Python and pandas UDFs and mapInPandas are refused at the first "
+     "batch; foreachBatch's sink is refused too, and so are the source's rate options (there is no batch to cap)."),
     ("rate-realtime-slots", "rate", "A Real-time Mode query reads a 3-partition topic on `local[2]`. What happens?",
-     ["Spark refuses to start it", "it runs three tasks on two cores by turns, a little slower",
-      "the third partition's task starts only when the batch ends, and reads nothing: no error, and its records "
-      "never come out", "it merges two partitions into one task"], "c",
-     "Each task reads until the batch's end time, so it needs a task slot for every partition at once; a task that "
-     "starts at that end time reads nothing."),
+     ["Spark refuses to start it: it needs a core for every partition",
+      "three tasks share the two cores by turns, each a little slower",
+      "the third partition's task reads nothing, and no error says so",
+      "two partitions are merged into one task to fit the two cores"], "c",
+     "Each task reads until the batch's end time, so it needs a task slot for every partition at once; the third task "
+     "starts only when a slot frees, at that end time, and reads nothing: its records never come out."),
     ("rate-realtime-sink", "rate", "Is a Kafka-to-Kafka query in Real-time Mode exactly-once into Kafka?",
-     ["yes: offsets are written at the end of each batch", "yes, with kafka.transactional.id",
-      "no, at-least-once as with micro-batches: a batch's offsets are written when it ends, so what it wrote "
-      "before a failure is written again after the restart", "no: it may drop records"], "c",
-     "Processing is exactly-once, delivery depends on the sink: Spark's Kafka sink has no transactions in either "
-     "mode. Deduplicate downstream on a key where it matters."),
-    ("rate-processing-time", "rate", "When do you choose processingTime('10 seconds')?",
-     ["to bound latency and batch rhythm: one batch every 10 s (or later if a batch overruns)",
-      "to stop after 10 s", "to read 10 s of data", "to commit every 10 s to Kafka"], "a",
-     "With a cap, batches are bounded in count and in time."),
+     ["yes: offsets are written as each batch ends", "yes, with kafka.transactional.id on the sink",
+      "no, at-least-once as with micro-batches", "no: a failed batch may drop records"], "c",
+     "A batch's offsets are written when it ends, so what it wrote before a failure is written again after the "
+     "restart. Processing is exactly-once, delivery depends on the sink: Spark's Kafka sink has no transactions in "
+     "either mode. Deduplicate downstream on a key where it matters."),
+    ("rate-processing-time", "rate", "What does trigger(processingTime='10 seconds') give you?",
+     ["each batch holds the records of the last 10 s, by timestamp", "a run of 10 s, after which the query stops",
+      "one batch every 10 s, or later if a batch overruns", "offsets committed to the consumer group every 10 s"], "c",
+     "A rhythm: a batch starts every 10 s, and after one that overruns the next starts as soon as it ends. With a "
+     "cap, batches are bounded in count and in time, which bounds latency."),
     ("rate-fewer-rows", "rate", "A big backlog, cap 1,000, yet a batch holds 998 rows. Why?",
-     ["a bug", "Spark drops records", "shares are rounded down per partition (and the cap counts offsets, which "
-      "transaction markers also use)", "the trigger cut it short"], "c",
-     "prorate = cap × size/total is floored per partition."),
+     ["shares are floored per partition; markers use offsets",
+      "two records failed from_json and were dropped from the batch",
+      "the trigger interval ran out before all 1,000 were read",
+      "Spark keeps a safety margin below the cap for retried fetches"], "a",
+     "prorate = cap × size/total is floored per partition, and the cap counts offsets, which transaction markers also "
+     "use. from_json in PERMISSIVE mode turns bad records into nulls, it does not drop them."),
     ("rate-cap-change", "rate", "When does a new maxOffsetsPerTrigger take effect?",
-     ["at once", "for batches planned after the restart; a planned but uncommitted batch replays with its old "
-      "range", "after the next checkpoint cleanup", "never"], "b",
-     "Options are read at start; the offset log's plan wins for a batch already planned."),
+     ["at once: options are reread at every trigger", "only with a new checkpoint, like startingOffsets",
+      "from the restart on, a replayed batch included", "for batches planned after a restart"], "d",
+     "Options are read at start; a batch already planned but not committed replays with its old range, because the "
+     "offset log's plan wins."),
     ("rate-max-records", "rate", "What does maxRecordsPerPartition (4.0) do?",
-     ["caps each Kafka partition per trigger", "splits offset ranges so no task reads more than that many records",
-      "deletes records", "sets the sink batch size"], "b",
+     ["caps each Kafka partition per trigger at that many records",
+      "splits offset ranges so no task reads more than that many",
+      "caps a whole batch at that many records, like a rate limit",
+      "caps how many records each task writes to the sink"], "b",
      "Parallelism, like minPartitions; the rate cap is still maxOffsetsPerTrigger."),
     ("multi-pattern", "multitopic", "Which option subscribes to every topic matching a regex?",
-     ["subscribe", "assign", "subscribePattern", "topic"], "c",
+     ["subscribe, given a regex instead of a list", "subscribePattern", "assign, with the regex in place of a topic",
+      "topic, the option the sink uses too"], "b",
      "subscribe takes a comma list, assign a JSON of partitions, subscribePattern a Java regex."),
     ("multi-anchor", "multitopic", "subscribePattern `events-.*` on the default path also matches:",
-     ["`old-events-1`: the match is unanchored; write `^events-.*$`", "nothing else", "only `events-`",
-      "topics of other clusters"], "a",
-     "The AdminClient path uses find, not a full match."),
+     ["old-events-1 too: the match is not anchored", "Events-1 too: topic patterns ignore case",
+      "nothing else: events-.* must match the whole name", "the topic events too, since .* may be empty"], "a",
+     "The AdminClient path uses find, not a full match, so write `^events-.*$`. Matching is case-sensitive, and "
+     "`events` lacks the dash the pattern needs."),
     ("multi-later", "multitopic", "A topic matching the pattern is created while the query runs:",
-     ["ignored until restart", "picked up on a later trigger", "the query fails", "it needs assign"], "b",
-     "The default (AdminClient) path re-lists topics on every trigger; the deprecated consumer path waits for "
-     "the consumer's metadata refresh (metadata.max.age.ms, 5 minutes by default)."),
+     ["it is ignored until the query restarts", "the query fails: its topic set changed",
+      "it is read only if assign lists it too", "it is picked up on a later trigger"], "d",
+     "The default (AdminClient) path re-lists topics on every trigger; the deprecated consumer path waits for the "
+     "consumer's metadata refresh (metadata.max.age.ms, 5 minutes by default)."),
     ("multi-two-options", "multitopic", "subscribe and assign are both set:",
-     ["assign wins", "subscribe wins", "IllegalArgumentException: only one of subscribe, subscribePattern, assign",
-      "both are read"], "c",
-     "Exactly one of the three is required."),
+     ["assign wins, as the more specific option", "subscribe wins, and assign is ignored",
+      "the load fails: only one of them may be set", "both are read, as a union of their partitions"], "c",
+     "An IllegalArgumentException: exactly one of subscribe, subscribePattern and assign is required."),
     ("multi-route", "multitopic", "How do you route rows by the topic they came from?",
-     ["the `topic` column of the source", "the key", "one query per row", "headers only"], "a",
+     ["one query per topic: a row does not say its topic", "the topic column that every row of the source carries",
+      "a header: Kafka adds each record's topic to it", "the record key, which Kafka prefixes with the topic"], "b",
      "Every row carries topic, partition and offset."),
     ("multi-schemas", "multitopic", "Two topics carry different JSON schemas in one query. How do you parse them?",
-     ["one from_json with a merged schema always works", "filter by topic and parse each with its own schema "
-      "(e.g. in foreachBatch)", "it is impossible in one query", "set kafka.value.deserializer"], "b",
-     "Split by the topic column, then from_json with the right schema per topic."),
-    ("multi-quarantine", "multitopic", "from_json (default PERMISSIVE mode) turns a malformed message into "
-     "nulls. Best practice?",
-     ["drop nulls silently", "send those rows (with topic, partition, offset) to a quarantine topic or table",
-      "fail the query", "retry the message"], "b",
-     "Nothing is lost and the bad record can be found again by its coordinates."),
+     ["filter by topic and parse each with its schema", "one from_json with a merged schema of both always works",
+      "one query per topic: a query has a single schema", "set kafka.value.deserializer to a JSON parser"], "a",
+     "Split by the topic column, then from_json with the right schema per topic (e.g. in foreachBatch)."),
+    ("multi-quarantine", "multitopic", "from_json (default PERMISSIVE mode) turns a malformed message into nulls. "
+     "Best practice?",
+     ["send those rows, with topic, partition and offset, to a quarantine",
+      "switch from_json to FAILFAST so the query stops on it", "filter out the null rows before the sink and move on",
+      "set failOnDataLoss=true so bad records stop the query"], "a",
+     "Kept with its topic, partition and offset, nothing is lost and the bad record can be found again. "
+     "failOnDataLoss concerns vanished offsets, not parsing."),
     ("multi-assign", "multitopic", "Which is a valid `assign` value?",
-     ["orders:0,1", "{\"orders\":[0,1]}", "orders", "[\"orders-0\"]"], "b",
-     "A JSON object of topic to partition list."),
+     ["[\"orders-0\", \"orders-1\"]", "orders:0,1", "{\"orders\":[0,1]}", "{\"orders\":\"0,1\"}"], "c",
+     "A JSON object of topic to a list of partition numbers."),
     ("sink-value", "sinks", "Which column must a DataFrame have to be written to Kafka?",
      ["key", "topic", "value", "partition"], "c",
      "value (string or binary) is required; key, headers, partition and topic are optional."),
     ("sink-topic", "sinks", "The sink has a `topic` option and the DataFrame a `topic` column. Which wins?",
-     ["the column", "the option", "it fails", "both: rows are duplicated"], "b",
+     ["the column: the option is only a default", "the option, for every row", "neither: the write fails as ambiguous",
+      "both: each row goes to both topics"], "b",
      "The option overrides the column; leave it out to fan out by the column."),
     ("sink-eo", "sinks", "Is Kafka → Spark → Kafka exactly-once?",
-     ["yes", "yes with checkpointing", "no: the Kafka sink is at-least-once (a re-run batch writes again); make it "
-      "effectively exactly-once with idempotent consumers or dedup by a key made of the source coordinates",
-      "only with the once trigger"], "c",
-     "Spark's checkpoint makes the read side replayable, not the write side transactional."),
+     ["no: the Kafka sink is at-least-once, whatever the checkpoint", "yes, once kafka.transactional.id is set",
+      "yes: the checkpoint makes every stage exactly-once", "yes: the idempotent producer drops replays"], "a",
+     "Spark's checkpoint makes the read side replayable, not the write side transactional: a re-run batch writes "
+     "again, and producer idempotence only drops a retry within one producer session. Make it effectively "
+     "exactly-once with idempotent consumers or dedup by a key made of the source coordinates."),
     ("sink-txn", "sinks", "Does setting `kafka.transactional.id` make Spark's Kafka sink exactly-once?",
-     ["yes", "no: Spark never calls the producer's transaction API", "only with read_committed",
-      "only in batch mode"], "b",
+     ["no: Spark never calls the producer's transaction API",
+      "yes, as long as readers set isolation.level=read_committed", "yes: each batch becomes one Kafka transaction",
+      "only for batch writes, not for streaming ones"], "a",
      "The producer even refuses to send before transactions are initialised."),
     ("sink-order", "sinks", "How do you keep per-key order through a Kafka sink?",
-     ["a key column (one key, one partition, no partitions added later), each key's rows in one task in order "
-      "(repartition by key, sortWithinPartitions), and consumers that skip a replayed batch's repeats",
-      "set partition to 0", "use the once trigger", "sort the DataFrame"], "a",
-     "Order exists only within a partition, and adding partitions remaps keys. A key column alone is not enough: "
-     "the sink does not route rows to tasks by key, an executor's tasks share one cached producer, and a replayed "
-     "batch writes its records again."),
+     ["a key column, each key's rows in order in one task, dedup on replay",
+      "a key column alone: Kafka keeps every key in one partition, in order",
+      "trigger(once=True), so each batch is written by a single task",
+      "sort the DataFrame by key and time before writeStream"], "a",
+     "Order exists only within a partition, and adding partitions remaps keys. A key column alone is not enough: the "
+     "sink does not route rows to tasks by key (repartition by key, sortWithinPartitions), an executor's tasks share "
+     "one cached producer, and a replayed batch writes its records again, so consumers skip its repeats."),
     ("sink-file", "sinks", "Which built-in Spark sink is exactly-once by itself?",
-     ["the Kafka sink", "the console sink", "the file sink: its _spark_metadata log records committed batches",
-      "foreach"], "c",
-     "Readers of the file sink's output only see files its log committed."),
+     ["the Kafka sink, thanks to its idempotent producer", "the console sink, since it writes from the driver",
+      "foreach, since Spark calls process() once per row",
+      "the file sink, through the _spark_metadata log it keeps"], "d",
+     "Readers that follow its `_spark_metadata` log (Spark reading the folder) see only committed files; a plain "
+     "listing of the folder may also see orphans of failed attempts."),
     ("sink-foreach-batch", "sinks", "The pattern for exactly-once into a database from a stream:",
-     ["foreachBatch writing idempotently (upsert keyed by topic/partition/offset) or transactionally with the "
-      "batch_id recorded", "a larger cap", "kafka.transactional.id", "trigger once"], "a",
-     "A replayed batch then changes nothing."),
+     ["foreachBatch with a plain INSERT: a batch never runs twice", "foreach with one INSERT per row and autocommit on",
+      "trigger(once=True), so each batch runs exactly once",
+      "foreachBatch, upserting by the source's coordinates"], "d",
+     "Write idempotently (upsert keyed by topic/partition/offset) or transactionally with the batch_id recorded: a "
+     "replayed batch then changes nothing."),
     ("sink-serializer", "sinks", "kafka.value.serializer on the sink:",
-     ["sets the format", "rejected: values must already be string or binary", "ignored", "required"], "b",
-     "Serialise in the DataFrame, e.g. to_json(struct(*))."),
+     ["it sets how the sink encodes each value", "it is passed on to the producer unchanged",
+      "it is required whenever value is not a string", "it is refused: serialise in the DataFrame"], "d",
+     "Values must already be string or binary; serialise in the DataFrame, e.g. to_json(struct(*))."),
     ("sink-mode", "sinks", "Which save modes does a batch Kafka write accept?",
-     ["Append and ErrorIfExists (the default)", "Overwrite only", "all four", "Ignore only"], "a",
-     "Overwrite and Ignore are rejected."),
+     ["Append and ErrorIfExists", "Append and Overwrite, which replaces the topic",
+      "all four; Overwrite truncates the topic first", "Append only; ErrorIfExists is refused too"], "a",
+     "Append and ErrorIfExists (the default); Overwrite and Ignore are rejected."),
     ("sink-fanout", "sinks", "How do you write each row to a topic chosen by the data?",
-     ["one query per topic", "a topic column per row, and no topic option", "the partition column",
-      "headers"], "b",
+     ["one query per topic, each with its own filter", "a topic column per row, and no topic option",
+      "the topic option with a comma list of topics", "a header named topic on each row"], "b",
      "The topic option would override every row."),
     ("sink-read-committed", "sinks", "Readers of a topic written by transactional producers should set:",
-     ["kafka.isolation.level=read_committed", "failOnDataLoss=false", "includeHeaders", "minPartitions"], "a",
-     "Aborted records are then skipped (they still use offsets, so a capped batch may hold fewer rows)."),
-    ("offsets-by-time", "offsets", "How do you start a new query at the records written since 14:00?",
-     ["kafka-consumer-groups --reset-offsets --to-datetime", "startingTimestamp (or startingOffsetsByTimestamp per "
-      "partition) on a new checkpoint", "endingTimestamp", "startingOffsets=\"14:00\""], "b",
-     "Each partition starts at the first record at or after that time (offsetsForTimes); with no such record the "
-     "default startingOffsetsByTimestampStrategy=error fails and `latest` starts at latest. Like startingOffsets "
-     "it counts only on a query's first start."),
-    ("offsets-data-loss-metrics", "offsets", "With failOnDataLoss=false a batch skips offsets that retention "
-     "deleted. Where do you see it?",
-     ["nowhere: it is silent", "numInputRows in lastProgress counts them", "the Kafka scan's task metrics dataLoss "
-      "and offsetOutOfRange (the SQL metrics of the batch), and a warning in the log",
-      "in the consumer group's lag"], "c",
-     "The scan counts how often it met lost data and how many offsets it skipped; progress events only show the rows "
-     "that were left."),
+     ["failOnDataLoss=false, to skip aborted records", "kafka.transactional.id=<the producer's transactional.id>",
+      "kafka.isolation.level=read_committed", "includeHeaders=true, to see the markers"], "c",
+     "Aborted records are then skipped (they still use offsets, so a capped batch may hold fewer rows). A "
+     "transactional id is a producer setting."),
+    ("offsets-by-time", "offsets", "It is 16:00. How do you start a new query at the records written since 14:00?",
+     ["reset its group with kafka-consumer-groups --to-datetime",
+      "startingTimestamp on its old checkpoint, then a restart", "startingOffsets=latest and a filter on timestamp",
+      "startingTimestamp at 14:00's epoch millis, on a new checkpoint"], "d",
+     "Each partition starts at the first record at or after that time (offsetsForTimes; startingOffsetsByTimestamp "
+     "does it per partition); with no such record the default startingOffsetsByTimestampStrategy=error fails and "
+     "`latest` starts at latest. Like startingOffsets it counts only on a query's first start."),
+    ("offsets-data-loss-metrics", "offsets", "With failOnDataLoss=false a batch skips offsets that retention deleted. "
+     "Where do you see it?",
+     ["nowhere: with false, skipping is silent", "numInputRows in lastProgress, which counts the skipped offsets",
+      "the scan's SQL metrics dataLoss and offsetOutOfRange", "the consumer group's lag, which jumps by the gap"], "c",
+     "The Kafka scan's task metrics count how often it met lost data and how many offsets it skipped (the SQL metrics "
+     "of the batch), and the log has a warning; progress events only show the rows that were left."),
     ("offsets-missing-metadata", "offsets", "Spark 4.2 restarts a query whose checkpoint has offsets/ and commits/ "
      "but no metadata file. What happens?",
-     ["a new query id is generated", "it fails with STREAMING_CHECKPOINT_MISSING_METADATA_FILE",
-      "it starts from startingOffsets", "it deletes the checkpoint"], "b",
-     "A new id would make sinks that recognise replays by query id take them for new data; 4.2 refuses instead "
+     ["it writes a new metadata file with a new query id", "it fails, refusing a checkpoint that has no metadata",
+      "it starts again from startingOffsets, as a new query",
+      "it rebuilds the id from the offset log and goes on"], "b",
+     "It fails with STREAMING_CHECKPOINT_MISSING_METADATA_FILE. A new id would make sinks that recognise replays by "
+     "query id take them for new data; 4.2 refuses instead "
      "(spark.sql.streaming.checkpoint.verifyMetadataExists.enabled, default true)."),
-    ("source-kip848", "source", "What does Kafka's new consumer group protocol (KIP-848) change for Spark's "
-     "Kafka source on the default path?",
-     ["every query must set group.protocol=consumer", "partition assignment moves to the broker, so tasks get "
-      "other partitions", "nothing: the driver lists offsets with the AdminClient and executors assign() partitions; "
-      "nobody joins a group", "Spark commits offsets to the group"], "c",
-     "KIP-848 changes how members join a group and receive partitions; a Spark query never joins one."),
+    ("source-kip848", "source", "What does Kafka's new consumer group protocol (KIP-848) change for Spark's Kafka "
+     "source on the default path?",
+     ["nothing: a Spark query never joins a consumer group", "the broker now assigns partitions, so tasks get others",
+      "every query must now set group.protocol=consumer", "Spark now commits its offsets to the group each batch"], "a",
+     "KIP-848 changes how members join a group and receive partitions. The driver lists offsets with the AdminClient "
+     "and executors assign() partitions: nobody joins a group."),
     ("sink-dedup-watermark", "sinks", "A topic written by Spark's Kafka sink holds replayed duplicates (same id, new "
-     "offsets). A streaming reader can drop them with:",
-     ["dropDuplicatesWithinWatermark on the id, with a watermark on event time", "kafka.isolation.level="
-      "read_committed", "failOnDataLoss=false", "dropDuplicates on (topic, partition, offset)"], "a",
+     "offsets). A streaming reader with a watermark on event time can drop them with:",
+     ["dropDuplicatesWithinWatermark on the id", "kafka.isolation.level=read_committed",
+      "dropDuplicates on topic, partition and offset", "dropDuplicates(\"id\") inside foreachBatch"], "a",
      "The copies have new offsets but the same id; dropDuplicatesWithinWatermark (3.5) remembers each id until the "
-     "watermark passes it, so its state stays bounded."),
+     "watermark passes it, so its state stays bounded. Within one foreachBatch a copy in a later batch is missed, and "
+     "the sink writes no transactions for read_committed to hide."),
     ("sink-async-progress", "sinks", "What does asyncProgressTrackingEnabled=true do for a Kafka-to-Kafka query?",
-     ["makes the sink exactly-once", "writes offsets/ and commits/ in the background at most every "
-      "asyncProgressTrackingCheckpointIntervalMs, so batches are shorter but a restart re-runs more of them",
-      "commits offsets to Kafka", "works with foreachBatch and availableNow"], "b",
-     "It accepts only the Kafka, noop, console and memory sinks, processing-time triggers and stateless queries; "
-     "more replays after a restart suit an at-least-once sink."),
+     ["commits each batch's offsets to the consumer group in the background",
+      "logs progress in the background: shorter batches, longer replays",
+      "makes the sink exactly-once by committing offsets with each write",
+      "lets foreachBatch and availableNow queries skip the offset log"], "b",
+     "It writes offsets/ and commits/ at most every asyncProgressTrackingCheckpointIntervalMs, so batches are shorter "
+     "but a restart re-runs more of them. It accepts only the Kafka, noop, console and memory sinks, processing-time "
+     "triggers and stateless queries; more replays after a restart suit an at-least-once sink."),
     ("sink-open-transaction", "sinks", "A read_committed query stops receiving rows while the topic's log end keeps "
      "growing. A likely cause:",
-     ["maxOffsetsPerTrigger is too low", "a producer left a transaction open: readers stop at the last stable "
-      "offset until it commits or aborts", "the checkpoint is full", "the group was reset"], "b",
-     "Records behind an open transaction wait with it, committed or not; the query's latestOffset stays at the last "
-     "stable offset."),
+     ["maxOffsetsPerTrigger is set too low", "a producer left a transaction open on that topic",
+      "its consumer group was reset by an admin", "its group lost the partitions in a rebalance"], "b",
+     "Readers stop at the last stable offset until the transaction commits or aborts: records behind an open "
+     "transaction wait with it, committed or not, and the query's latestOffset stays at the last stable offset."),
 ]
 
 
@@ -457,7 +547,9 @@ def _equal_split(rng):
     right = prorate(cap, {p: backlog for p in range(parts)})[0]
     text = (f"{parts} partitions each have {backlog:,} records waiting; maxOffsetsPerTrigger={cap:,}. How many "
             "records does each partition contribute to the next batch?")
-    options, key = _choices(rng, f"{right:,}", [f"{cap:,}", f"{min(backlog, cap):,}", f"{cap // 2:,}", f"{backlog:,}"])
+    # The backlog shared out instead of the cap (smaller than the key when backlog < cap), half the cap, the cap per
+    # partition, the whole backlog: the shortest option (the smallest number) is not always the key.
+    options, key = _choices(rng, f"{right:,}", [f"{backlog // parts:,}", f"{cap // 2:,}", f"{cap:,}", f"{backlog:,}"])
     why = (f"One budget per source: {cap:,} × ({backlog:,} / {parts * backlog:,}) = {right:,} each, not the whole cap "
            "per partition.")
     return text, options, key, why, {"parts": parts, "cap": cap, "backlog": backlog}
@@ -481,7 +573,9 @@ def _small_partitions(rng):
     cap = rng.choice([5, 8, 10])
     text = (f"{parts} partitions each have exactly 1 record waiting and maxOffsetsPerTrigger={cap}. How many records "
             "does the next batch read?")
-    options, key = _choices(rng, str(parts), [str(cap), str(parts - cap), "1"])
+    # The cap respected, shares rounded down to nothing, and the cap taken per partition: the longest option (the
+    # largest number) is seldom the key.
+    options, key = _choices(rng, str(parts), [str(cap), "0", str(cap * parts)])
     why = (f"Each share is {cap}/{parts} < 1, which is rounded up to 1 so no partition starves: {parts} records, "
            "over the cap.")
     return text, options, key, why, {"parts": parts, "cap": cap}
