@@ -54,6 +54,9 @@ root="${STREAMLAB_NOTEBOOKS:-$PWD/notebooks}"
 [ -d "$root" ] || root="$PWD"
 echo "start-lab: JupyterLab on port 8888, notebooks in $root; open http://127.0.0.1:${LAB_PORT:-8888}/lab?token=<your JUPYTER_TOKEN>"
 
+# The lab opens on the course's home notebook, as make lab and the hub do.
+home=""
+[ -f "$root/START-HERE.ipynb" ] && home="--LabApp.default_url=/lab/tree/START-HERE.ipynb"
 # jupyter_server reads the token from $JUPYTER_TOKEN itself, so it never appears on a command line.
 exec jupyter lab --no-browser --ServerApp.ip=0.0.0.0 --ServerApp.port=8888 \
-  --ServerApp.root_dir="$root" --ServerApp.open_browser=False
+  --ServerApp.root_dir="$root" --ServerApp.open_browser=False ${home:+"$home"}

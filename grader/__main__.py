@@ -1,4 +1,4 @@
-"""`python -m grader release | check NOTEBOOK | grade SUBMISSIONS_DIR | audit [ASSIGNMENT ...] | lint`."""
+"""`python -m grader release | check NOTEBOOK | grade SUBMISSIONS_DIR | audit [ASSIGNMENT ...] | lint | progress`."""
 from __future__ import annotations
 
 import argparse
@@ -37,6 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     aud.add_argument("assignments", nargs="*", help="assignment ids (default: every one in --source)")
     aud.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
     sub.add_parser("samples", help="rewrite grader/sample-submissions/ from the current 00-setup release")
+    prog = sub.add_parser("progress", help="your last Check my work score of every module; --export it for a team "
+                                           "lead, who reads a folder of them with --team")
+    prog.add_argument("--export", type=Path, metavar="FILE", help="write your progress to FILE (one JSON file)")
+    prog.add_argument("--name", help="your name in the exported file (default: your login name)")
+    prog.add_argument("--team", type=Path, metavar="FOLDER", help="one table from a folder of exported files")
     lint = sub.add_parser("lint", help="print each module's teaching numbers (../shared/teaching-style.md); "
                                        "exit 1 where one is worse than tests/course-lint.json")
     lint.add_argument("--update", action="store_true", help="write tests/course-lint.json (none may be worse)")
@@ -72,6 +77,17 @@ def main(argv: list[str] | None = None) -> int:
             from .audit import audit_assignments
 
             return audit_assignments(args.assignments, args.source.resolve(), args.timeout)
+        elif args.command == "progress":
+            from . import progress
+
+            if args.team:
+                print(progress.team(args.team))
+            elif args.export:
+                import getpass
+
+                print(f"wrote {progress.export(args.export, args.name or getpass.getuser())}: hand it to your team lead")
+            else:
+                progress.show()
         elif args.command == "lint":
             from .lint import main as lint_main
 

@@ -178,6 +178,11 @@ def release(out: Path = RELEASE, source: Path = SOURCE, quiet: bool = False) -> 
             _normalise(out / aid)
             if not quiet:
                 print(f"released {source.name}/{aid} -> {out.name}/{aid}")
+    for page in pages(source):  # the course's home (START-HERE): no solution in it, copied as it is
+        shutil.copyfile(page, out / page.name)
+        _normalise_file(out / page.name)
+        if not quiet:
+            print(f"copied {source.name}/{page.name} -> {out.name}/{page.name}")
     for stale in stale_releases(out, source):
         shutil.rmtree(out / stale)
         if not quiet:
@@ -193,17 +198,26 @@ def stale_releases(out: Path = RELEASE, source: Path = SOURCE) -> list[str]:
                   and p.name not in have) if out.is_dir() else []
 
 
+def pages(source: Path = SOURCE) -> list[Path]:
+    """The course's notebooks that are no assignment (the home, START-HERE.ipynb): `source`'s top-level notebooks."""
+    return sorted(source.glob("*.ipynb")) if source.is_dir() else []
+
+
 def _normalise(folder: Path) -> None:
     """Make released notebooks byte-stable: one JSON layout, no execution counts or outputs."""
+    for path in folder.rglob("*.ipynb"):
+        _normalise_file(path)
+
+
+def _normalise_file(path: Path) -> None:
     import nbformat
 
-    for path in folder.rglob("*.ipynb"):
-        nb = nbformat.read(path, as_version=4)
-        for cell in nb.cells:
-            if cell.cell_type == "code":
-                cell.outputs = []
-                cell.execution_count = None
-        nbformat.write(nb, path)
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+    nbformat.write(nb, path)
 
 
 def comparable(path: Path) -> dict:
@@ -242,5 +256,8 @@ def release_differences(out: Path = RELEASE, source: Path = SOURCE) -> list[str]
                     same = filecmp.cmp(a, b, shallow=False)
                 if not same:
                     problems.append(f"{out.name}/{aid}/{rel} differs from a fresh release of {source.name}/{aid}")
+        for page in pages(source):
+            if not (out / page.name).is_file() or comparable(fresh / page.name) != comparable(out / page.name):
+                problems.append(f"{out.name}/{page.name} differs from {source.name}/{page.name}")
     problems += [f"{out.name}/{s} has no source in {source.name}/" for s in stale_releases(out, source)]
     return problems

@@ -603,6 +603,10 @@ def check(path: str | Path, assignment_id: str | None = None, timeout: int | Non
     path = Path(path)
     aid = assignment_id or path.stem
     folder = Path(results) if results else feedback_folder(path, aid)
-    return grade_notebook(path, assignment_id, DEFAULT_STUDENT, source, timeout, feedback_dir=folder, seed=seed,
-                          progress=True)
+    result = grade_notebook(path, assignment_id, DEFAULT_STUDENT, source, timeout, feedback_dir=folder, seed=seed,
+                            progress=True)
+    from .progress import record
+
+    record(result)  # the learner's progress table (grader/progress.py)
+    return result
 

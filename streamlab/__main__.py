@@ -76,6 +76,8 @@ def _lab(port: int) -> int:
                JUPYTER_CONFIG_DIR=str(_learner_jupyter_config()))
     cmd = [sys.executable, "-m", "jupyter", "lab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
            "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root / 'notebooks'}", "--no-browser"]
+    if (root / "notebooks" / "START-HERE.ipynb").is_file():  # the course's home: paths, the module map, progress
+        cmd.append("--LabApp.default_url=/lab/tree/START-HERE.ipynb")
     if os.geteuid() == 0:
         cmd.append("--allow-root")
     from streamlab.lab import broker as _broker

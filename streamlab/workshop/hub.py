@@ -145,7 +145,7 @@ def configure(c, root: str) -> None:
     c.JupyterHub.pid_file = str(hub / "hub.pid")
     c.JupyterHub.cleanup_servers = True  # stopping the hub stops every learner's server
     c.JupyterHub.spawner_class = WorkshopSpawner
-    c.Spawner.default_url = "/lab/tree/notebooks"
+    c.Spawner.default_url = "/lab/tree/notebooks/START-HERE.ipynb"  # the course's home
     c.Spawner.cmd = [str(VENV_BIN / "jupyterhub-singleuser")]
     c.Spawner.mem_limit = settings.mem_limit
     c.Spawner.cpu_limit = float(settings.spark_cores)

@@ -64,3 +64,25 @@ def test_every_solution_answers_its_quiz_with_the_key_its_hidden_test_reveals():
                    for n, k in re.findall(r"### BEGIN SOLUTION\s*q(\d+)\s*=\s*[\"']([a-e])[\"']", c.source)}
         assert keys and answers, f"{aid}: no lettered quiz key or solution answer found"
         assert {n: answers.get(n) for n in keys} == keys, aid
+
+
+def test_no_collapsed_going_deeper_section_hides_a_live_demo():
+    """JupyterLab hides every cell under a collapsed heading until the next heading of its level or above: a demo
+    there would run unseen (the learner loop in the browser could not reach its controls either)."""
+    import re
+
+    from grader.course import SOURCE, assignments
+
+    for aid in assignments():
+        nb = nbformat.read(SOURCE / aid / f"{aid}.ipynb", as_version=4)
+        collapsed = None
+        for index, cell in enumerate(nb.cells):
+            heading = re.match(r"(#+)\s", cell.source.lstrip()) if cell.cell_type == "markdown" else None
+            if heading:
+                level = len(heading.group(1))
+                if collapsed is not None and level <= collapsed:
+                    collapsed = None
+                if cell.metadata.get("jp-MarkdownHeadingCollapsed") and collapsed is None:
+                    collapsed = level
+            elif collapsed is not None and cell.cell_type == "code":
+                assert not re.search(r"\w*Demo\(", cell.source), f"{aid}: cell {index} (a live demo) is hidden"

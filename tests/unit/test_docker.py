@@ -324,6 +324,10 @@ def test_start_lab_passes_the_token_through_the_environment(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "TOKEN abc123" in result.stdout and "abc123" not in result.stdout.split("TOKEN")[0]
     assert f"--ServerApp.root_dir={tmp_path / 'notebooks'}" in result.stdout
+    assert "default_url" not in result.stdout  # no home notebook in this folder: the file browser, as before
+    (tmp_path / "notebooks" / "START-HERE.ipynb").write_text("{}")
+    result = subprocess.run(["bash", str(START)], env=env, capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert "--LabApp.default_url=/lab/tree/START-HERE.ipynb" in result.stdout, "the lab does not open on the home"
 
 
 def test_start_lab_waits_for_kafka_and_says_so(tmp_path):
