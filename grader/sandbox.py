@@ -165,11 +165,13 @@ def _existing(paths) -> list[Path]:
 
 
 def dropped() -> bool:
-    """True when this process is the machine's root (uid 0, no user namespace): sandboxes then run as ACCOUNT."""
+    """True when this process is the machine's root (uid 0 in the initial user namespace): sandboxes then run as
+    ACCOUNT. Only the initial namespace maps the whole range ("0 0 4294967295"); a nested one that maps root to its
+    parent's root ("0 0 1", the sandbox's inner namespace as a learner's own account made it) is not the machine's."""
     if os.geteuid() != 0:
         return False
     try:
-        return Path("/proc/self/uid_map").read_text().split()[:2] == ["0", "0"]
+        return Path("/proc/self/uid_map").read_text().split() == ["0", "0", "4294967295"]
     except OSError:
         return True
 
