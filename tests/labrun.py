@@ -9,6 +9,7 @@ every module this way; tests/cluster/test_cluster.py runs module 9 on the cluste
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -106,7 +107,9 @@ def re_enter(client, nb, at: dict) -> list[str]:
     run(code[0], "import os; os.environ['STREAMLAB_GRADING'] = '1'")
     sections: list[tuple[str, list[int]]] = []
     for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "markdown" and cell.source.startswith("#"):
+        # A section is what a learner goes back to: a heading of level 1 or 2; a ### sub-section (one that builds
+        # on its section's topics, a Going deeper) is run with its section.
+        if cell.cell_type == "markdown" and re.match(r"#{1,2}\s", cell.source):
             sections.append((cell.source.splitlines()[0].lstrip("# "), []))
         elif cell.cell_type == "code" and sections and i not in last:
             sections[-1][1].append(i)

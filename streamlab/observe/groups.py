@@ -170,10 +170,24 @@ def reset_group(group: str, topic: str, to: str = "earliest", bootstrap: str | N
     from kafka import TopicPartition
     from kafka.admin import OffsetSpec
 
+    import time
+
+    from kafka.errors import CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError
+
     spec = {"earliest": OffsetSpec.EARLIEST, "latest": OffsetSpec.LATEST}[to]
     client = admin(bootstrap)
+    deadline = time.monotonic() + 30
     try:
-        client.reset_group_offsets(group, {TopicPartition(topic, p): spec for p in describe_topic(topic, bootstrap)})
+        while True:
+            try:
+                client.reset_group_offsets(group, {TopicPartition(topic, p): spec
+                                                   for p in describe_topic(topic, bootstrap)})
+                break
+            except (CoordinatorNotAvailableError, CoordinatorLoadInProgressError, NotCoordinatorError):
+                # A broker's first group: __consumer_offsets is still being created (seconds), as the CLI retries
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         client.close()
     return group_offsets(group, bootstrap)

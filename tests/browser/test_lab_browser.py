@@ -84,14 +84,15 @@ def test_check_button_saves_and_grades_the_open_notebook(lab):
             w => w.context && w.context.path.endsWith('{CHECKED}.ipynb'))"""
         page.wait_for_function(f"() => {{ const p = ({find})(); return p && p.content.widgets.length > 20; }}",
                                timeout=60_000)
-        # The answer goes into the open notebook only (no save); then only the last cell runs.
+        # The answer goes into the open notebook only (no save); then only the button's cell runs.
         page.evaluate(f"""async () => {{
             const app = window.jupyterapp, panel = ({find})(), nb = panel.content;
             await panel.sessionContext.ready;
             const answer = nb.widgets.find(c => /^cap = None/.test(c.model.sharedModel.getSource()));
             answer.model.sharedModel.setSource('cap = ex1_records // ex1_batches');
             app.shell.activateById(panel.id);
-            nb.activeCellIndex = nb.widgets.length - 1;
+            // the cell that shows the button (Takeaways and Next follow it since the teaching pass)
+            nb.activeCellIndex = nb.widgets.findIndex(c => /check_button\(\)/.test(c.model.sharedModel.getSource()));
             await app.commands.execute('notebook:run-cell');
         }}""")
         page.get_by_role("button", name="Check my work").click(timeout=60_000)
