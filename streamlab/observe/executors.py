@@ -12,6 +12,7 @@ KafkaSource.scala:420-432). `preferred_executor` computes the same choice with t
 """
 from __future__ import annotations
 
+import time
 import uuid
 
 
@@ -60,24 +61,39 @@ def read_map(spark, batch_df, work_s: float = 0.0) -> list[dict]:
     sc = spark.sparkContext
     group = f"streamlab-read-map-{uuid.uuid4().hex[:8]}"
     sc.setJobGroup(group, "which executor read which partition")
+    mapped = batch_df.select("partition").rdd.mapPartitionsWithIndex(_counter(work_s))
+    expected = mapped.getNumPartitions()
     try:
         # One stage, one task per offset range: the task's index is its range's position in the batch.
-        counted = batch_df.select("partition").rdd.mapPartitionsWithIndex(_counter(work_s)).collect()
+        counted = mapped.collect()
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
         sc.setLocalProperty("spark.job.description", None)
     by_task = {task: (partition, n) for task, partition, n in counted}
-    stage_ids = sorted(sid for job in sc.statusTracker().getJobIdsForGroup(group)
-                       for sid in (sc.statusTracker().getJobInfo(job).stageIds if sc.statusTracker().getJobInfo(job)
-                                   else []))
+    # The status store is filled by the listener bus, after the job has returned: wait (briefly) until it holds a
+    # successful attempt of every task, or a batch's last task goes missing from the map.
+    deadline = time.monotonic() + 10
+    while True:
+        rows = _scan_tasks(spark, group, by_task)
+        done = {r["task"] for r in rows if r["status"] == "SUCCESS"}
+        if len(done) >= expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return sorted(rows, key=lambda r: (r["partition"] if r["partition"] is not None else -1, r["attempt"]))
+
+
+def _scan_tasks(spark, group: str, by_task: dict) -> list[dict]:
+    """Every attempt of every task of the job group's first stage, as the status store holds them now."""
+    tracker = spark.sparkContext.statusTracker()
+    stage_ids = sorted(sid for job in tracker.getJobIdsForGroup(group)
+                       for sid in (tracker.getJobInfo(job).stageIds if tracker.getJobInfo(job) else []))
     if not stage_ids:
         return []
     store = spark._jsparkSession.sparkContext().statusStore()
     rows = []
-    scan = stage_ids[0]
     for attempt_id in range(4):
         try:
-            tasks = store.taskList(scan, attempt_id, 10_000)
+            tasks = store.taskList(stage_ids[0], attempt_id, 10_000)
         except Exception:
             break
         for i in range(tasks.size()):
@@ -88,7 +104,7 @@ def read_map(spark, batch_df, work_s: float = 0.0) -> list[dict]:
                          "SUCCESS" else 0, "executor": task.executorId(), "attempt": task.attempt(),
                          "locality": task.taskLocality(), "status": task.status(),
                          "ms": int(duration.get()) if duration.isDefined() else None})
-    return sorted(rows, key=lambda r: (r["partition"] if r["partition"] is not None else -1, r["attempt"]))
+    return rows
 
 
 def preferred_locations(spark, batch_df) -> list[str | None]:
