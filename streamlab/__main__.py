@@ -9,7 +9,7 @@ from pathlib import Path
 from streamlab.errors import LabError
 
 
-def _jars(only: str | None = None) -> int:
+def _jars(only: list[str] | None = None) -> int:
     from streamlab.lab.jars import setup_all
     from streamlab.lab.session import in_ci
 
@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("setup", help="check Java, resolve the Kafka and connector jars, start the broker")
     jars = sub.add_parser("jars", help="resolve the broker's and the connector's jars from Maven Central")
-    jars.add_argument("--only", choices=["connector", "broker"], help="just one of the two (the Docker image: connector)")
+    jars.add_argument("--only", choices=["connector", "broker", "delta"], action="append",
+                      help="just these bundles (the Docker image: connector and delta)")
     broker = sub.add_parser("broker", help="start, stop, inspect or reset the lab's Kafka broker")
     broker.add_argument("action", choices=["start", "stop", "status", "reset"])
     cluster = sub.add_parser("cluster", help="start, stop or inspect the lab's cluster: 3 Kafka brokers, a Spark "

@@ -1,4 +1,4 @@
-"""The lab's Java parts: the Apache Kafka broker's jars and Spark's Kafka connector, resolved at set-up.
+"""The lab's Java parts: the Apache Kafka broker's jars, Spark's Kafka connector and Delta Lake, resolved at set-up.
 
 `make setup` runs `python -m streamlab jars`, which asks Apache Ivy (the resolver PySpark itself ships in
 `pyspark/jars/ivy-*.jar`, and uses for `spark.jars.packages`) to resolve each bundle with its dependencies from
@@ -26,6 +26,9 @@ KAFKA_VERSION = "4.2.0"
 SCALA = "2.13"
 # Kafka's own distribution logs through log4j2 with this binding; Maven's kafka_2.13 leaves it out.
 LOG4J_VERSION = "2.25.3"
+# Delta Lake for the lakehouse module: the Python package `delta-spark` of pyproject.toml is the same version
+# (tests/unit/test_pins.py), and its Maven artifact names the Spark minor it is built for.
+DELTA_VERSION = "4.4.0"
 RESOLVE_TIMEOUT_S = 600
 
 
@@ -87,6 +90,22 @@ def connector_bundle() -> Bundle:
     """Spark's own Kafka connector, of exactly the installed Spark version."""
     version = spark_version()
     return Bundle("spark-kafka", version, (("org.apache.spark", f"spark-sql-kafka-0-10_{SCALA}", version),))
+
+
+def delta_bundle() -> Bundle:
+    """Delta Lake's Spark module, built for the installed Spark's minor version (io.delta:delta-spark_4.2_2.13)."""
+    minor = ".".join(spark_version().split(".")[:2])
+    return Bundle("delta", DELTA_VERSION, (("io.delta", f"delta-spark_{minor}_{SCALA}", DELTA_VERSION),))
+
+
+def delta_jars() -> list[Path]:
+    """Delta's jars that neither PySpark nor the connector's bundle already bring (none shadowed, none twice)."""
+    import pyspark
+
+    shipped = {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    if connector_bundle().ready():
+        shipped |= {_artifact(p.name) for p in connector_bundle().jars()}
+    return [p for p in delta_bundle().jars() if _artifact(p.name) not in shipped]
 
 
 def connector_jars() -> list[Path]:
@@ -190,12 +209,28 @@ def needed_bundles() -> list[Bundle]:
     return [connector_bundle(), broker_bundle()]
 
 
-def setup_all(only: str | None = None) -> list[str]:
-    """Resolve the bundles the lab needs (what `make setup` runs); return one line per bundle."""
+BUNDLES = {"connector": connector_bundle, "broker": broker_bundle, "delta": delta_bundle}
+
+
+def setup_all(only: list[str] | None = None) -> list[str]:
+    """Resolve the bundles the lab needs (what `make setup` runs); return one line per bundle.
+
+    Delta Lake is the lakehouse module's alone: without it every other module runs, so a failure to resolve it is a
+    line of its own rather than an error (except in CI, where the whole stack is required).
+    """
+    from streamlab.lab.session import in_ci
+
     lines = []
-    for bundle in needed_bundles() if only is None else [connector_bundle() if only == "connector" else broker_bundle()]:
+    bundles = [BUNDLES[name]() for name in only] if only else [*needed_bundles(), delta_bundle()]
+    for bundle in bundles:
         cached = bundle.ready()
-        jars = resolve(bundle)
+        try:
+            jars = resolve(bundle)
+        except LabError as missing:
+            if bundle.name != "delta" or in_ci() or only:
+                raise
+            lines.append(f"delta {bundle.version}: not set up, so the lakehouse module's cells will say so ({missing})")
+            continue
         where = bundle.folder.relative_to(ROOT) if bundle.folder.is_relative_to(ROOT) else bundle.folder
         lines.append(f"{bundle.name} {bundle.version}: {len(jars)} jars {'cached' if cached else 'resolved'} in {where}")
     return lines

@@ -91,6 +91,7 @@ def spark():
         if not master.startswith("local"):
             # A cluster's executors are other JVMs: the driver serves them the same jars (spark.jars).
             conf["spark.jars"] = ",".join(str(p) for p in connector_jars())
+    _enable_delta(conf, master)
     if master.startswith("spark://"):
         from streamlab.lab.cluster import EXECUTOR_MEMORY
 
@@ -122,6 +123,21 @@ def spark():
         _await_executors(session, master)
     _enable_kafka(session)
     return session
+
+
+def _enable_delta(conf: dict, master: str) -> None:
+    """Delta Lake's jars, SQL extension and catalog, whenever `make setup` resolved them (the lakehouse module)."""
+    from streamlab.lab.jars import delta_bundle, delta_jars
+
+    if not delta_bundle().ready():
+        return
+    jars = [str(p) for p in delta_jars()]
+    conf["spark.driver.extraClassPath"] = os.pathsep.join(filter(None, [conf.get("spark.driver.extraClassPath"),
+                                                                        *jars]))
+    if not master.startswith("local"):
+        conf["spark.jars"] = ",".join(filter(None, [conf.get("spark.jars"), *jars]))
+    conf["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"
+    conf["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 
 EXECUTORS_WAIT_S = 90.0  # executors are JVMs the Workers start: seconds, more on a loaded machine

@@ -125,3 +125,20 @@ def test_dockerfile_installs_the_pins_from_pyproject():
     for line in text.splitlines():
         if "pip install" in line:
             assert "==" not in line, f"docker/Dockerfile pins a package by hand (a second list to drift): {line.strip()}"
+
+
+def test_delta_jars_are_the_delta_spark_pin_built_for_the_installed_spark():
+    import pyspark
+
+    from streamlab.lab.jars import DELTA_VERSION, delta_bundle
+
+    assert DELTA_VERSION == PINS["delta-spark"], (
+        f"streamlab/lab/jars.py DELTA_VERSION={DELTA_VERSION} but pyproject.toml pins delta-spark=={PINS['delta-spark']}")
+    (group, artifact, version), = delta_bundle().modules
+    minor = ".".join(pyspark.__version__.split(".")[:2])
+    assert (group, artifact, version) == ("io.delta", f"delta-spark_{minor}_2.13", DELTA_VERSION)
+
+
+def test_the_docker_image_resolves_delta_beside_the_connector():
+    assert re.search(r"python -m streamlab jars --only connector --only delta", DOCKERFILE.read_text()), (
+        "docker/Dockerfile should resolve Delta Lake's jars with the connector's (the lakehouse module needs them)")
