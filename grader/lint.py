@@ -181,6 +181,7 @@ def main(update: bool = False, source: Path = SOURCE) -> int:
 QUESTION = re.compile(r"\*\*Q(\d+)\.?\*\*")
 OPTION = re.compile(r"^\s*(?:[-*]\s*)?\(?([a-e])\)\s+(.+?)\s*$", re.M)
 KEY = re.compile(r"quiz\.reveal\(\s*q(\d+)\s*,\s*[\"']([a-e])[\"']")
+ANSWER = re.compile(r"### BEGIN SOLUTION\s*q(\d+)\s*=\s*[\"']([a-e])[\"']")
 STRATEGIES = ("longest", "most code", "best single letter")
 
 
@@ -193,12 +194,15 @@ class Asked:
     key: str
 
 
+def lettered(nb, pattern: re.Pattern = KEY) -> dict[int, str]:
+    """{question number: letter} from a notebook's code cells: the keys its hidden tests reveal (KEY), or the
+    answers its solution cells give (ANSWER)."""
+    return {int(n): k for cell in nb.cells if cell.cell_type == "code" for n, k in pattern.findall(cell.source)}
+
+
 def notebook_questions(aid: str, nb) -> list[Asked]:
     """The lettered questions of a notebook's quiz whose key a hidden test reveals."""
-    keys = {}
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            keys.update({int(n): k for n, k in KEY.findall(cell.source)})
+    keys = lettered(nb)
     found = []
     for cell in nb.cells:
         if cell.cell_type != "markdown":

@@ -53,15 +53,11 @@ def test_the_numbers_see_what_a_learner_sees():
 
 
 def test_every_solution_answers_its_quiz_with_the_key_its_hidden_test_reveals():
-    import re
-
     from grader.course import SOURCE, assignments
 
     for aid in assignments():
         nb = nbformat.read(SOURCE / aid / f"{aid}.ipynb", as_version=4)
-        keys = {n: k for c in nb.cells if c.cell_type == "code" for n, k in lint.KEY.findall(c.source)}
-        answers = {n: k for c in nb.cells if c.cell_type == "code"
-                   for n, k in re.findall(r"### BEGIN SOLUTION\s*q(\d+)\s*=\s*[\"']([a-e])[\"']", c.source)}
+        keys, answers = lint.lettered(nb), lint.lettered(nb, lint.ANSWER)
         assert keys and answers, f"{aid}: no lettered quiz key or solution answer found"
         assert {n: answers.get(n) for n in keys} == keys, aid
 

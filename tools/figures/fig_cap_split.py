@@ -12,7 +12,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent.parent)]
-from svg import FILL, INK, MUTED, box, frame, text  # noqa: E402
+from svg import FILL, INK, MUTED, box, frame, heading, text  # noqa: E402
 
 MODULES = ["04-backpressure", "05-rate-limiting"]
 
@@ -62,13 +62,12 @@ def _row(y: float, heading: str, backlogs: list[int], cap: int, note: str) -> li
 
 def draw() -> str:
     """The figure, as SVG text."""
-    body = [text(20, 28, "maxOffsetsPerTrigger: one budget per trigger, split in proportion to each backlog", 18,
-                 weight="bold"),
-            text(20, 50, "share = cap × backlog / total backlog, rounded down (a share below 1 is rounded up); "
-                         "no partition reads past its backlog", 13, color=MUTED)]
+    body = heading("maxOffsetsPerTrigger: one budget per trigger, split in proportion to each backlog",
+                   "share = cap × backlog / total backlog, rounded down (a share below 1 is rounded up); "
+                   "no partition reads past its backlog")
     y = 88
-    for heading, backlogs, cap, note in ROWS:
-        body += _row(y, heading, backlogs, cap, note)
+    for title, backlogs, cap, note in ROWS:
+        body += _row(y, title, backlogs, cap, note)
         y += 12 + 30 * len(backlogs) + 50
     tiny = reads([1] * TINY, TINY_CAP)
     body.append(text(20, y, f"Module 4's {TINY} partitions of 1 record, cap {TINY_CAP}  →  {sum(tiny)} rows, over "

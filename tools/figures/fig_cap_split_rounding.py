@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from svg import MUTED, box, frame, text  # noqa: E402
+from svg import MUTED, box, frame, heading, text  # noqa: E402
 
 from streamlab.offline.planner import rate_limit  # noqa: E402
 
@@ -33,10 +33,9 @@ def number(value: float) -> str:
 
 
 def draw() -> str:
-    body = [text(20, 30, "How maxOffsetsPerTrigger splits one budget across a source's partitions", 18,
-                 weight="bold"),
-            text(20, 52, "share = floor(cap × backlog / total backlog); a share below 1 becomes 1; "
-                         "never more than the backlog", 14, color=MUTED)]
+    body = heading("How maxOffsetsPerTrigger splits one budget across a source's partitions",
+                   "share = floor(cap × backlog / total backlog); a share below 1 becomes 1; "
+                   "never more than the backlog", y=30, size=14)
     y = 85
     for title, cap, backlogs in CASES:
         total = sum(backlogs)

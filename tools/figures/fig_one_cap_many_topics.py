@@ -63,12 +63,12 @@ def draw() -> str:
                             + " — by backlog, not a third per topic.", 14))
     offsets = ", ".join(f'"{t}": {{' + ", ".join(f'"{p}": {g}' for (tt, p, _), g in zip(BACKLOGS, reads) if tt == t)
                         + "}" for t in per_topic)
-    body.append(box(20, y + 16, 860, 62, "blue"))
-    body.append(text(32, y + 40, "The query's checkpoint, offsets/0 (the end of batch 0, per topic and partition):",
-                     14, weight="bold"))
-    body.append(text(32, y + 64, "{" + offsets + "}", 14))
-    body.append(text(20, y + 104, "A second Kafka source in the same query has a budget of its own; "
-                                  "with no cap, batch 0 would read all 1,000.", 14, color=MUTED))
+    body += [box(20, y + 16, 860, 62, "blue"),
+             text(32, y + 40, "The query's checkpoint, offsets/0 (the end of batch 0, per topic and partition):", 14,
+                  weight="bold"),
+             text(32, y + 64, "{" + offsets + "}", 14),
+             text(20, y + 104, "A second Kafka source in the same query has a budget of its own; with no cap, batch 0 "
+                               "would read all 1,000.", 14, color=MUTED)]
     desc = (f"One Kafka source reads four partitions of three topics with maxOffsetsPerTrigger {CAP}. Backlogs "
             f"600, 250, 148 and 2 make a total of {total}. Each gets {CAP} times its backlog over {total}: 240, "
             f"100, 59.2 rounded down to 59, and 0.8 rounded up to 1, so batch 0 reads {sum(reads)} rows: orders "

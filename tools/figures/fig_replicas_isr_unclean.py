@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from svg import FILL, INK, MUTED, box, frame, text  # noqa: E402
+from svg import FILL, INK, MUTED, box, frame, heading, text  # noqa: E402
 
 MODULES = ["09-cluster-failures"]
 
@@ -46,36 +46,39 @@ def _note(y: float, lines: list[str]) -> list[str]:
                  "normal") for i, line in enumerate(lines)]
 
 
+# The three stages: (y, number, what happened, (node 1's log, node 2's log), high-watermark mark, note).
+STAGES = [
+    # 1 - both replicas in sync
+    (105, "1", ["Both in sync:", "20 records written"],
+     (("node 1", "leader", [(0, 19, "green", "before-0 … 19")]),
+      ("node 2", "follower", [(0, 19, "green", "before-0 … 19")])),
+     (20, "HW 20"), ["ISR = {1, 2}", "both queries read", "offsets 0-19"]),
+    # 2 - the follower dies, the ISR shrinks, the leader alone acknowledges 20 more
+    (240, "2", ["node 2 killed:", "ISR shrinks, 20 more", "acknowledged by the", "leader alone"],
+     (("node 1", "leader", [(0, 19, "green", "before-0 … 19"), (20, 39, "amber", "after-0 … 19")]),
+      ("node 2", "down", [(0, 19, "grey", "before-0 … 19"), (20, 39, "white", "never copied", True)])),
+     (40, "HW 40"), ["ISR = {1}", "both queries read", "all 40 (offsets 0-39)"]),
+    # 3 - the leader dies, the out-of-sync replica is elected, offsets 20-39 are reused
+    (375, "3", ["node 1 killed; node 2", "restarts and is elected", "out of sync (unclean);", "20 later records"],
+     (("node 1", "down", [(0, 19, "grey", "before-0 … 19"), (20, 39, "red", "after-0 … 19: LOST")]),
+      ("node 2", "new leader", [(0, 19, "green", "before-0 … 19"), (20, 39, "blue", "later-0 … 19")])),
+     (20, "latest 40 → 20 at election"),
+     ["ISR = {2}", "20 acknowledged and read", "records are gone; offsets", "20-39 now hold others"]),
+]
+
+
 def draw() -> str:
-    body = [text(20, 30, "An unclean election loses acknowledged, already-read records (module 9's run)", 18,
-                 weight="bold"),
-            text(20, 52, "One partition, replicas on node 1 (leader) and node 2; min.insync.replicas=1; "
-                         "producer acks=all; offsets 0-39 drawn 10 px each", 13, color=MUTED)]
+    body = heading("An unclean election loses acknowledged, already-read records (module 9's run)",
+                   "One partition, replicas on node 1 (leader) and node 2; min.insync.replicas=1; "
+                   "producer acks=all; offsets 0-39 drawn 10 px each", y=30)
     body += [text(X0 + o * PX, 78, f"offset {o}" if o == 0 else str(o), 12, "middle", color=MUTED)
              for o in (0, 10, 20, 30, 40)]
-    # 1 - both replicas in sync
-    y = 105
-    body += _stage(y, "1", ["Both in sync:", "20 records written"])
-    body += _log(y, "node 1", "leader", [(0, 19, "green", "before-0 … 19")])
-    body += _log(y + BAR_H + 8, "node 2", "follower", [(0, 19, "green", "before-0 … 19")])
-    body += _mark(20, y, "HW 20")
-    body += _note(y, ["ISR = {1, 2}", "both queries read", "offsets 0-19"])
-    # 2 - the follower dies, the ISR shrinks, the leader alone acknowledges 20 more
-    y = 240
-    body += _stage(y, "2", ["node 2 killed:", "ISR shrinks, 20 more", "acknowledged by the", "leader alone"])
-    body += _log(y, "node 1", "leader", [(0, 19, "green", "before-0 … 19"), (20, 39, "amber", "after-0 … 19")])
-    body += _log(y + BAR_H + 8, "node 2", "down", [(0, 19, "grey", "before-0 … 19"),
-                                                   (20, 39, "white", "never copied", True)])
-    body += _mark(40, y, "HW 40")
-    body += _note(y, ["ISR = {1}", "both queries read", "all 40 (offsets 0-39)"])
-    # 3 - the leader dies, the out-of-sync replica is elected, offsets 20-39 are reused
-    y = 375
-    body += _stage(y, "3", ["node 1 killed; node 2", "restarts and is elected", "out of sync (unclean);", "20 later records"])
-    body += _log(y, "node 1", "down", [(0, 19, "grey", "before-0 … 19"), (20, 39, "red", "after-0 … 19: LOST")])
-    body += _log(y + BAR_H + 8, "node 2", "new leader", [(0, 19, "green", "before-0 … 19"),
-                                                         (20, 39, "blue", "later-0 … 19")])
-    body += _mark(20, y, "latest 40 → 20 at election")
-    body += _note(y, ["ISR = {2}", "20 acknowledged and read", "records are gone; offsets", "20-39 now hold others"])
+    for y, number, told, (leader, follower), mark, note in STAGES:
+        body += _stage(y, number, told)
+        body += _log(y, *leader)
+        body += _log(y + BAR_H + 8, *follower)
+        body += _mark(*mark[:1], y, *mark[1:])
+        body += _note(y, note)
     # what each query does when it next plans a batch
     y = 505
     body.append(box(20, y, 440, 92, "red"))

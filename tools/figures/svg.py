@@ -28,6 +28,11 @@ def text(x: float, y: float, words: str, size: int = 14, anchor: str = "start", 
             f'fill="{color}">{escape(words)}</text>')
 
 
+def heading(title: str, subtitle: str, y: float = 28, size: int = 13) -> list[str]:
+    """A figure's bold title and, under it, its muted one-line subtitle."""
+    return [text(20, y, title, 18, weight="bold"), text(20, y + 22, subtitle, size, color=MUTED)]
+
+
 def box(x: float, y: float, w: float, h: float, fill: str = "grey", label: str = "", size: int = 14,
         stroke: str = INK, dashed: bool = False) -> str:
     """A rectangle with an optional centred label."""
