@@ -150,6 +150,7 @@ def released(assignment_id: str, source: Path = SOURCE) -> Path:
 
     import nbgrader
 
+    source = Path(source).resolve()  # nbgrader runs in a temporary course folder: a relative path would miss
     folder = source / assignment_id
     digest = hashlib.sha256(f"{nbgrader.__version__}\0".encode() + CONFIG_FILE.read_bytes())
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):

@@ -86,8 +86,10 @@ def save_open_notebook(path: Path, wait: float = SAVE_WAIT_S) -> bool:
     return False
 
 
-def check_here(timeout: int | None = None) -> int | None:
-    """Save the notebook this kernel runs, grade it with the hidden tests and print the table."""
+def check_here(timeout: int | None = None, source: str | os.PathLike | None = None) -> int | None:
+    """Save the notebook this kernel runs, grade it with the hidden tests and print the table.
+
+    `source`: the course whose hidden tests grade it (the course's own solutions/ unless a test fixture says)."""
     path = _target_or_none(None, "check_here()")
     if path is None:
         return None
@@ -97,10 +99,10 @@ def check_here(timeout: int | None = None) -> int | None:
         age = time.time() - path.stat().st_mtime
         print(f"⚠ Could not save {path.name} for you: what is graded is the copy saved {_ago(age)}. "
               "Save it (Ctrl-S) and run this cell again to grade your latest answers.")
-    return check(path, timeout, _announce=False)
+    return check(path, timeout, source=source, _announce=False)
 
 
-def check_button(timeout: int | None = None):
+def check_button(timeout: int | None = None, source: str | os.PathLike | None = None):
     """A "Check my work" button: a click saves this notebook, grades it with the hidden tests, shows the table.
 
     A button rather than a call, so Restart & Run All never starts a grading run; the click is handled while the
@@ -118,7 +120,7 @@ def check_button(timeout: int | None = None):
         out.clear_output()
         try:
             with out:
-                check_here(timeout)
+                check_here(timeout, source)
                 _link_feedback()
         finally:
             button.disabled, button.description = False, "Check again"

@@ -3,14 +3,13 @@ Kafka stacks the differential tests run every scenario on."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import pytest
+from support import guardian
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,15 +26,8 @@ def noida_port() -> int:
 # outlive it. A guardian process, in a session of its own, waits for this pytest process to end and then stops
 # every broker listed in the run's registry (a fixture removes its line when it stops the broker itself) and
 # removes the run's temporary folders.
-_GUARDIAN = r"""
-import os, shutil, sys, time
-pid, registry, basetemp = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-while True:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        break
-    time.sleep(1)
+_STOP_BROKERS = r"""
+registry, basetemp = args
 try:
     lines = open(registry).read().split()
 except OSError:
@@ -58,12 +50,10 @@ def _broker_registry(tmp_path_factory):
     """Brokers this run started, as `kind:port` lines, stopped by a guardian process if the run is killed."""
     handle, path = tempfile.mkstemp(prefix="streamlab-test-brokers-")
     os.close(handle)
-    guardian = subprocess.Popen([sys.executable, "-c", _GUARDIAN, str(os.getpid()), path,
-                                 str(tmp_path_factory.getbasetemp())], cwd=ROOT, start_new_session=True,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    watching = guardian(_STOP_BROKERS, path, tmp_path_factory.getbasetemp())
     yield Path(path)
     Path(path).write_text("")  # every broker was stopped by its fixture: the guardian has nothing left to do
-    del guardian  # it exits by itself when this process does
+    del watching  # it exits by itself when this process does
 
 
 def _register(registry: Path, entry: str, present: bool) -> None:

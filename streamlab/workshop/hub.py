@@ -255,6 +255,43 @@ def _bytes(limit: str) -> int:
 from jupyterhub.spawner import LocalProcessSpawner  # noqa: E402  (the config above is importable without it)
 
 
+
+def _give_notebooks(home: Path, ids: tuple[int, int] | None) -> None:
+    """The course's student notebooks in the learner's ~/notebooks: all of them the first time; later, only what the
+    course gained since (a new module, the home page), never a copy over the learner's own work."""
+    if not homes.exists(home, "notebooks"):
+        homes.copy_tree(REPO / "notebooks", home, "notebooks", ids)
+        return
+    for entry in sorted((REPO / "notebooks").iterdir()):
+        rel = f"notebooks/{entry.name}"
+        if entry.is_symlink() or homes.exists(home, rel):
+            continue
+        if entry.is_dir():
+            homes.copy_tree(entry, home, rel, ids)
+        elif entry.is_file():
+            homes.write_file(home, rel, entry.read_bytes(), ids)
+
+
+def _give_seeds(home: Path, name: str, ids: tuple[int, int] | None) -> None:
+    """The learner's variant seeds (her exercises' numbers, which the grader uses too): made once per assignment and
+    kept; an assignment the course gained since gets its seed added. Her file is read as her own or not at all."""
+    from grader.course import assignments
+    from streamlab.course.variants import student_seed
+
+    rel = ".streamlab/variants.json"
+    seeds: dict | None = {}
+    if homes.exists(home, rel):
+        try:
+            seeds = json.loads(homes.read_file(home, rel, ids[0] if ids else None))
+        except (homes.Refused, ValueError, OSError):
+            seeds = None  # not hers, or not JSON: left as it is
+    if not isinstance(seeds, dict):
+        return
+    missing = {aid: student_seed(name, aid) for aid in assignments() if aid not in seeds}
+    if missing:
+        homes.write_file(home, rel, json.dumps({**seeds, **missing}, indent=1).encode(), ids)
+
+
 class WorkshopSpawner(LocalProcessSpawner):
     """A learner's server as a local process: its own home and Linux user (when the hub is root), the course's
     notebooks, Kafka credentials on the room's broker, and limits (memory via a cgroup, Spark's cores and heap)."""
@@ -294,7 +331,6 @@ class WorkshopSpawner(LocalProcessSpawner):
     def _fill_home(self, settings: Settings, name: str, home: Path) -> dict:
         """_prepare's work in the learner's home, as root: every path there through streamlab.workshop.homes,
         which follows no link the learner planted (a link on the way is refused)."""
-        from streamlab.course.variants import student_seed
         from streamlab.workshop import kafka
 
         homes.make_home(home)
@@ -303,16 +339,11 @@ class WorkshopSpawner(LocalProcessSpawner):
         elif os.geteuid() == 0:
             self.log.warning("%s's server runs as root, like every learner's: %s", name, ACCOUNTS_NOTE)
         ids = self._ids()
-        if not homes.exists(home, "notebooks"):
-            homes.copy_tree(REPO / "notebooks", home, "notebooks", ids)
+        _give_notebooks(home, ids)
         state = home / ".streamlab"
         homes.make_dirs(home, ".streamlab", ids)
         homes.symlink(home, ".streamlab/jars", REPO / ".streamlab" / "jars", ids)
-        if not homes.exists(home, ".streamlab/variants.json"):
-            from grader.course import assignments
-
-            seeds = json.dumps({aid: student_seed(name, aid) for aid in assignments()}, indent=1)
-            homes.write_file(home, ".streamlab/variants.json", seeds.encode(), ids)
+        _give_seeds(home, name, ids)
         homes.make_dirs(home, ".tmp", ids, mode=0o700)
         room = settings.room()
         options = kafka.write_options(state / "kafka.properties", room.bootstrap, name,

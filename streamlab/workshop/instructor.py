@@ -68,9 +68,12 @@ def collect(settings: Settings, assignment: str, only: list[str] | None = None,
 
 
 def grade(settings: Settings, assignment: str, workers: int | None = None, timeout: int | None = None,
-          quiet: bool = False) -> list:
-    """Collect and grade every learner's notebook; write grades.csv and hand feedback back; return the results."""
+          quiet: bool = False, source: Path | None = None) -> list:
+    """Collect and grade every learner's notebook; write grades.csv and hand feedback back; return the results.
+
+    `source`: the course whose hidden tests grade (the course's solutions/; the tests give a small fixture)."""
     from grader.cohort import grade_cohort
+    from grader.course import SOURCE
 
     collected = Path(settings.root) / "collected" / assignment
     shutil.rmtree(collected, ignore_errors=True)
@@ -81,14 +84,17 @@ def grade(settings: Settings, assignment: str, workers: int | None = None, timeo
     out = Path(settings.root) / "grades" / assignment
     _private(Path(settings.root) / "collected", Path(settings.root) / "grades")
     with _hiding(settings):
-        results = grade_cohort(collected, out, workers or os.cpu_count() or 2, timeout, quiet=quiet)
+        results = grade_cohort(collected, out, workers or os.cpu_count() or 2, timeout, quiet=quiet,
+                               source=source or SOURCE)
     _hand_back(settings, assignment, results, out)
     return results
 
 
-def regrade(settings: Settings, assignment: str, learner: str, timeout: int | None = None) -> object:
+def regrade(settings: Settings, assignment: str, learner: str, timeout: int | None = None,
+            source: Path | None = None) -> object:
     """Grade one learner's current notebook again and replace their rows in grades.csv and messages.csv."""
     from grader.cohort import grade_cohort
+    from grader.course import SOURCE
 
     out = Path(settings.root) / "grades" / assignment
     with tempfile.TemporaryDirectory(prefix="streamlab-regrade-") as tmp:
@@ -96,7 +102,8 @@ def regrade(settings: Settings, assignment: str, learner: str, timeout: int | No
         if not found.get(learner):
             raise SystemExit(f"error: {learner}: {found.why.get(learner) or 'no notebook'}")
         with _hiding(settings):
-            (result,) = grade_cohort(Path(tmp) / "in", Path(tmp) / "out", 1, timeout, quiet=True)
+            (result,) = grade_cohort(Path(tmp) / "in", Path(tmp) / "out", 1, timeout, quiet=True,
+                                     source=source or SOURCE)
         for name in ("grades.csv", "messages.csv"):
             _merge_rows(out / name, Path(tmp) / "out" / name, learner)
         feedback = Path(tmp) / "out" / "feedback" / learner

@@ -10,7 +10,6 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,9 +19,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from support import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "test-results" / "browser"
+FIXTURES = ROOT / "tests" / "fixtures" / "solutions"  # small assignments the grader tests use
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -32,13 +33,6 @@ if CHROMIUM is None:
         pytest.fail("Chromium is missing in CI: `make test` installs Debian's chromium package", pytrace=False)
     pytest.skip("Chromium is not installed (apt-get install chromium); the browser test needs it",
                 allow_module_level=True)
-
-
-def free_port() -> int:
-    """A port nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def status_of(url: str) -> int:
@@ -56,8 +50,12 @@ def status_of(url: str) -> int:
 def served_lab(work: Path, modules):
     """JupyterLab serving copies of `modules` under `work`, on 127.0.0.1 with a random token: (base URL, token)."""
     # Laid out as the course is: `make lab` serves notebooks/ and runs in the course folder, where its terminals open.
+    from grader.course import released
+
     for module in modules:
-        shutil.copytree(ROOT / "notebooks" / module, work / "notebooks" / module)
+        # a test fixture (tests/fixtures/solutions/fx-*) is served as its freshly generated student version
+        shutil.copytree(released(module, FIXTURES) if module.startswith("fx-") else ROOT / "notebooks" / module,
+                        work / "notebooks" / module)
     (work / ".venv").symlink_to(ROOT / ".venv")  # the README's command runs .venv/bin/python from the course folder
     port, token = free_port(), secrets.token_hex(16)
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",

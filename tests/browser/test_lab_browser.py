@@ -1,18 +1,21 @@
 """JupyterLab in headless Chromium: the controls of modules 3 and 4 run cell by cell, the token, and the checks.
 
 Module 3's producer-rate slider moves the lag chart and readout; module 4's cap slider restarts the query and the
-new cap holds; "Check my work" and the README's terminal command grade module 0. Served and driven as `labpage`
-says; the learner's loop under Run All, per notebook, is test_learner_loop.py.
+new cap holds; "Check my work" and the README's terminal command grade a notebook. The two checks grade the small
+fixture assignment (tests/fixtures/solutions/fx-basics, seconds to grade): what they prove is the plumbing (the
+button saves the open notebook, the terminal runs the course's Python from the course folder); every module's own
+checks are graded once, in tests/notebooks/test_modules.py. Served and driven as `labpage` says; the learner's loop
+under Run All, per notebook, is test_learner_loop.py.
 """
 from __future__ import annotations
 
 import re
 
 import pytest
-from labpage import RESULTS, ROOT, notebook_page, run_cells_through, status_of, type_into_slider
+from labpage import FIXTURES, RESULTS, ROOT, notebook_page, run_cells_through, status_of, type_into_slider
 
 MODULE = "03-consumer-lag"
-CHECKED = "00-setup"  # the in-notebook check is tried here: its grading is the shortest
+CHECKED = "fx-basics"  # the in-notebook check and the terminal command are tried on the grader's fixture
 BACKPRESSURE = "04-backpressure"
 NOTEBOOKS = [MODULE, CHECKED, BACKPRESSURE]
 
@@ -82,34 +85,36 @@ def test_check_button_saves_and_grades_the_open_notebook(lab):
         # JupyterLab restores the earlier test's tabs too: find this notebook's panel by its path.
         find = f"""() => Array.from(window.jupyterapp.shell.widgets('main')).find(
             w => w.context && w.context.path.endsWith('{CHECKED}.ipynb'))"""
-        page.wait_for_function(f"() => {{ const p = ({find})(); return p && p.content.widgets.length > 20; }}",
+        page.wait_for_function(f"() => {{ const p = ({find})(); return p && p.content.widgets.length > 10; }}",
                                timeout=60_000)
         # The answer goes into the open notebook only (no save); then only the button's cell runs.
         page.evaluate(f"""async () => {{
             const app = window.jupyterapp, panel = ({find})(), nb = panel.content;
             await panel.sessionContext.ready;
-            const answer = nb.widgets.find(c => /^cap = None/.test(c.model.sharedModel.getSource()));
-            answer.model.sharedModel.setSource('cap = ex1_records // ex1_batches');
+            const answer = nb.widgets.find(c => /^q2 = None/.test(c.model.sharedModel.getSource()));
+            answer.model.sharedModel.setSource('q2 = 250');
             app.shell.activateById(panel.id);
-            // the cell that shows the button (Takeaways and Next follow it since the teaching pass)
-            nb.activeCellIndex = nb.widgets.findIndex(c => /check_button\(\)/.test(c.model.sharedModel.getSource()));
+            // the cell that shows the button
+            nb.activeCellIndex = nb.widgets.findIndex(c => /check_button\\(/.test(c.model.sharedModel.getSource()));
             await app.commands.execute('notebook:run-cell');
         }}""")
         page.get_by_role("button", name="Check my work").click(timeout=60_000)
         page.wait_for_function("() => /score: \\S+ \\/ \\S+/.test(document.body.innerText)", timeout=300_000)
         page.screenshot(path=str(RESULTS / "check-button.png"))
         text = page.evaluate("() => document.body.innerText")
-    assert "Saved 00-setup.ipynb" in text, "the check did not save the open notebook"
-    assert "score: 2 / 3" in text, f"the unsaved answer was not graded: {text[-1500:]}"
-    assert "ex1_four_batches" in text and "✓ passed" in text
+    assert f"Saved {CHECKED}.ipynb" in text, "the check did not save the open notebook"
+    assert "score: 1 / 6" in text, f"the unsaved answer was not graded: {text[-1500:]}"
+    assert "q2_cap_split" in text and "✓ passed" in text
 
 
 def test_readme_check_command_in_jupyterlab_terminal(lab):
     """The README's command for JupyterLab's terminal (which opens in the course folder) grades a notebook there."""
     base, token = lab
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    command = f".venv/bin/python -m grader check notebooks/{CHECKED}/{CHECKED}.ipynb"
-    assert command in readme, "the README no longer gives the terminal command this test runs"
+    told = ".venv/bin/python -m grader check notebooks/00-setup/00-setup.ipynb"
+    assert told in readme, "the README no longer gives the terminal command this test runs"
+    # the README's command, on the fixture: `--source` names the fixture's course (its hidden tests)
+    command = told.replace("grader check", f"grader --source {FIXTURES} check").replace("00-setup", CHECKED)
     with notebook_page(base, token, CHECKED, "terminal-failure.png") as page:
         # Activated explicitly: the notebook opened by the URL can finish loading after the terminal and take focus.
         page.evaluate("""async () => { const app = window.jupyterapp;
@@ -139,7 +144,8 @@ def test_readme_check_command_in_jupyterlab_terminal(lab):
         page.screenshot(path=str(RESULTS / "terminal-check.png"))
         text = page.evaluate(screen)
     assert "No module named" not in text and "error:" not in text, text[-1500:]
-    assert "ex1_four_batches" in text and "score:" in text
+    # 0, or 1 where the button's test saved its answer first: the table of the notebook as saved
+    assert "ex1_total_lag" in text and re.search(r"score: [01] / 6", text), text[-1500:]
 
 
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from streamlab.lab import broker
+from support import wait_until  # noqa: F401  (the fault tests import it from here)
 
 ROOT = Path(__file__).resolve().parents[2]
 PORTS = range(19800, 19900)
@@ -67,13 +68,3 @@ def kill_broker(port: int) -> None:
     pid = int((broker.data_dir(port, "kafka") / "broker.pid").read_text())
     os.killpg(pid, signal.SIGKILL)
     wait_until(lambda: broker.probe(f"127.0.0.1:{port}", timeout=0.5) == "closed", 10)
-
-
-def wait_until(condition, timeout: float) -> bool:
-    """Whether `condition()` came true within `timeout` s (looked at every 0.2 s)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.2)
-    return True

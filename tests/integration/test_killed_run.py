@@ -4,29 +4,25 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
 import time
 from pathlib import Path
 
+from support import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_killed_run_stops_the_brokers_it_started(tmp_path):
     from streamlab.lab.broker import data_dir, probe, stop_broker
 
-    port = _free_port()
+    port = free_port()
     inner = tmp_path / "tests"
     inner.mkdir()
     (inner / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
+    shutil.copytree(ROOT / "tests" / "support", inner / "support")  # the guardian conftest starts lives there
     (inner / "test_hold.py").write_text(textwrap.dedent("""
         import time
         def test_hold(bootstrap, tmp_path):

@@ -3,24 +3,18 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from support import free_port
 
 import streamlab
 from streamlab.lab import broker
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _cli(*args, env=None, timeout=30):
@@ -43,7 +37,7 @@ def _pid_alive(pid: int) -> bool:
 
 def test_kafka_bootstrap_pointing_at_nothing(monkeypatch):
     """KAFKA_BOOTSTRAP at a closed port: a one-line error naming the fix within seconds."""
-    monkeypatch.setenv("KAFKA_BOOTSTRAP", f"127.0.0.1:{_free_port()}")
+    monkeypatch.setenv("KAFKA_BOOTSTRAP", f"127.0.0.1:{free_port()}")
     started = time.monotonic()
     with pytest.raises(streamlab.LabError, match="nothing answers at 127.0.0.1:[0-9]+.*unset KAFKA_BOOTSTRAP"):
         streamlab.ensure_broker()
@@ -56,7 +50,7 @@ def test_missing_offline_broker_binary(monkeypatch, tmp_path):
 
     monkeypatch.setattr(noida_db, "__file__", str(tmp_path / "__init__.py"))
     with pytest.raises(streamlab.LabError, match="binary is missing.*make setup"):
-        broker._start_noida(_free_port(), tmp_path)
+        broker._start_noida(free_port(), tmp_path)
 
 
 def test_missing_java_is_one_line(tmp_path):

@@ -146,3 +146,32 @@ def test_chown_tree_follows_no_link_and_leaves_hard_links_alone(home, elsewhere)
     assert home.stat().st_uid == 65534 and (home / "notebooks" / "mine.ipynb").stat().st_uid == 65534
     assert (home / "feedback").lstat().st_uid == 65534  # the link itself, harmless
     assert elsewhere.stat().st_uid == os.geteuid() and (elsewhere / "victim").stat().st_uid == os.geteuid()
+
+
+def test_a_returning_learner_gets_what_the_course_gained_and_keeps_her_own_work(home, monkeypatch, tmp_path):
+    """A cohort that started before a module (or the home page) was added: the spawner copies what is missing into
+    ~/notebooks, leaves her edited notebooks as they are, and adds the new assignment's seed to her variants."""
+    import json
+
+    from streamlab.course.variants import student_seed
+    from streamlab.workshop import hub
+
+    course = tmp_path / "course"
+    for aid in ("00-setup", "10-new"):
+        (course / aid).mkdir(parents=True)
+        (course / aid / f"{aid}.ipynb").write_text(f"{{{aid}}}")
+    (course / "START-HERE.ipynb").write_text("{home}")
+    monkeypatch.setattr(hub, "REPO", tmp_path)
+    (tmp_path / "notebooks").symlink_to(course)
+    homes.copy_tree(course / "00-setup", home, "notebooks/00-setup")
+    (home / "notebooks" / "00-setup" / "00-setup.ipynb").write_text("{ada's answers}")
+    hub._give_notebooks(home, None)
+    assert (home / "notebooks" / "00-setup" / "00-setup.ipynb").read_text() == "{ada's answers}"
+    assert (home / "notebooks" / "10-new" / "10-new.ipynb").read_text() == "{10-new}"
+    assert (home / "notebooks" / "START-HERE.ipynb").read_text() == "{home}"
+
+    monkeypatch.setattr("grader.course.assignments", lambda source=None: ["00-setup", "10-new"])
+    homes.write_file(home, ".streamlab/variants.json", json.dumps({"00-setup": 1234}).encode())
+    hub._give_seeds(home, "ada", None)
+    seeds = json.loads((home / ".streamlab" / "variants.json").read_text())
+    assert seeds == {"00-setup": 1234, "10-new": student_seed("ada", "10-new")}

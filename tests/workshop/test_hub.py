@@ -1,7 +1,9 @@
 """A simulated workshop: the hub with five learners, each signing up, approved by the instructor, logging in and
 starting a server through the hub's HTTP API; two of them run 00-setup's first live read in their own kernel on the
-room's SCRAM broker; each hands in 00-setup (two right, two wrong, one untouched); the instructor grades the room,
-regrades one learner and exports the grades. The scores match what each learner handed in.
+room's SCRAM broker; each hands in the grader's small fixture assignment (tests/fixtures/solutions/fx-basics: two
+right, two wrong, one untouched), which the instructor grades as a room, regrades for one learner and exports; one
+learner hands in 00-setup too, regraded for real on the hub (the course's own checks of every module are graded in
+tests/notebooks/test_modules.py). The scores match what each learner handed in.
 
 Lighter than a real room on purpose (budget: a few minutes on 2 cores): three of the five kernels never start
 Spark, and the graded run is the grader's, on the machine's lab broker, as in a real workshop.
@@ -13,14 +15,13 @@ import json
 import os
 import shutil
 import stat
-import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
 
 import pytest
 
+from support import guardian
 from streamlab.lab.broker import free_port
 from streamlab.workshop import instructor
 from streamlab.workshop.__main__ import approve, start, stop
@@ -29,8 +30,11 @@ from streamlab.workshop.hub import Settings
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.timeout(2400)]  # minutes on a machine shared by many runs
 
-RIGHT = {"ex1_cap": "cap = -(-ex1_records // ex1_batches)", "q1_answer": 'q1 = "b"'}
-WRONG = {"ex1_cap": "cap = ex1_records", "q1_answer": 'q1 = "c"'}
+# 00-setup, handed in by ada (its one real grading here), and the fixture every learner hands in
+RIGHT_00 = {"ex1_cap": "cap = -(-ex1_records // ex1_batches)", "q1_answer": 'q1 = "b"'}
+FIXTURE, FIXTURES = "fx-basics", Path(__file__).resolve().parents[1] / "fixtures" / "solutions"
+RIGHT = {"q1_answer": 'q1 = "b"', "q2_answer": "q2 = 250"}
+WRONG = {"q1_answer": 'q1 = "c"', "q2_answer": "q2 = 1000"}
 HANDED_IN = {"ada": RIGHT, "bob": WRONG, "cy": RIGHT, "dee": WRONG, "eve": None}
 
 
@@ -45,9 +49,7 @@ def hub(bootstrap):
     os.environ["STREAMLAB_WORKSHOP_ROOT"] = str(root)
     settings.save()
     # A run killed by a time-out runs no teardown: this watcher stops the workshop when the test process is gone.
-    guardian = subprocess.Popen(
-        [sys.executable, "-c", GUARDIAN, str(os.getpid()), str(root)], start_new_session=True,
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watching = guardian(STOP_WORKSHOP, root)
     try:
         start(settings)
         yield settings
@@ -59,19 +61,12 @@ def hub(bootstrap):
         else:
             os.environ["STREAMLAB_WORKSHOP_ROOT"] = old
         shutil.rmtree(root, ignore_errors=True)
-        guardian.kill()
-        guardian.wait()
+        watching.kill()
+        watching.wait()
 
 
-GUARDIAN = """
-import os, shutil, sys, time
-pid, root = int(sys.argv[1]), sys.argv[2]
-while True:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        break
-    time.sleep(1)
+STOP_WORKSHOP = """
+root, = args
 if os.path.isdir(root):
     from streamlab.workshop.__main__ import main
     main(["--root", root, "stop", "--remove-accounts"])
@@ -221,8 +216,15 @@ def test_two_learners_read_live_on_the_room_broker_each_under_their_own_prefix(h
         assert "partitions 4 True" in read.splitlines(), read
 
 
-def _hand_in(learner: Learner, answers: dict | None) -> None:
-    path = "notebooks/00-setup/00-setup.ipynb"
+def _hand_in(learner: Learner, answers: dict | None, aid: str = FIXTURE, wrong: dict = WRONG) -> None:
+    """Save `aid` in the learner's notebooks/ with `answers` (None: untouched); the fixture is put there first."""
+    from grader.course import released
+
+    path = f"notebooks/{aid}/{aid}.ipynb"
+    if aid == FIXTURE:  # not in the course's notebooks/: handed to the learner as a new notebook
+        learner.api("PUT", f"{learner.server}/api/contents/notebooks/{aid}", json={"type": "directory"})
+        if not any(item["name"] == f"{aid}.ipynb" for item in learner.contents(f"notebooks/{aid}")["content"]):
+            learner.save_notebook(path, json.loads((released(aid, FIXTURES) / f"{aid}.ipynb").read_text()))
     notebook = learner.contents(path)["content"]
     if answers is None:
         return  # untouched
@@ -231,31 +233,40 @@ def _hand_in(learner: Learner, answers: dict | None) -> None:
         if gid in answers:
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
             # the released stub, or an earlier wrong answer (a learner fixing their notebook before a regrade)
-            cell["source"] = source.replace("# YOUR CODE HERE\npass", answers[gid]).replace(WRONG[gid], answers[gid])
+            cell["source"] = source.replace("# YOUR CODE HERE\npass", answers[gid]).replace(
+                wrong.get(gid, "\0"), answers[gid])
     learner.save_notebook(path, notebook)
 
 
 def test_the_instructor_grades_the_room_regrades_one_and_exports(hub, room):
     for name, learner in room.items():
         _hand_in(learner, HANDED_IN[name])
-    results = instructor.grade(hub, "00-setup", workers=2)
+    results = instructor.grade(hub, FIXTURE, workers=2, source=FIXTURES)
     scores = {r.student: (r.score, r.max_score) for r in results}
     assert all(r.graded and not r.error for r in results), [(r.student, r.error) for r in results]
-    assert scores == {"ada": (3, 3), "bob": (0, 3), "cy": (3, 3), "dee": (0, 3), "eve": (0, 3)}
-    rows = list(csv.DictReader((Path(hub.root) / "grades" / "00-setup" / "grades.csv").open()))
-    assert {r["student"]: r["score"] for r in rows} == {"ada": "3", "bob": "0", "cy": "3", "dee": "0", "eve": "0"}
+    assert scores == {"ada": (2, 6), "bob": (0, 6), "cy": (2, 6), "dee": (0, 6), "eve": (0, 6)}
+    rows = list(csv.DictReader((Path(hub.root) / "grades" / FIXTURE / "grades.csv").open()))
+    assert {r["student"]: r["score"] for r in rows} == {"ada": "2", "bob": "0", "cy": "2", "dee": "0", "eve": "0"}
     for name in room:  # feedback lands in each learner's home, where their lab shows it
-        assert (hub.home(name) / "feedback" / "00-setup" / "grade.txt").read_text().startswith("00-setup: ")
-        assert room[name].contents("feedback/00-setup/00-setup.html")["type"] == "file"
+        assert (hub.home(name) / "feedback" / FIXTURE / "grade.txt").read_text().startswith(f"{FIXTURE}: ")
+        assert room[name].contents(f"feedback/{FIXTURE}/{FIXTURE}.html")["type"] == "file"
 
     _hand_in(room["bob"], RIGHT)  # bob fixes his notebook and asks for a regrade
-    again = instructor.regrade(hub, "00-setup", "bob")
-    assert (again.score, again.max_score) == (3, 3)
-    rows = list(csv.DictReader((Path(hub.root) / "grades" / "00-setup" / "grades.csv").open()))
-    assert {r["student"]: r["score"] for r in rows} == {"ada": "3", "bob": "3", "cy": "3", "dee": "0", "eve": "0"}
+    again = instructor.regrade(hub, FIXTURE, "bob", source=FIXTURES)
+    assert (again.score, again.max_score) == (2, 6)
+    rows = list(csv.DictReader((Path(hub.root) / "grades" / FIXTURE / "grades.csv").open()))
+    assert {r["student"]: r["score"] for r in rows} == {"ada": "2", "bob": "2", "cy": "2", "dee": "0", "eve": "0"}
+
+    # A module of the course itself, graded for real on the hub: 00-setup's Run All in ada's notebook.
+    _hand_in(room["ada"], RIGHT_00, "00-setup")
+    real = instructor.regrade(hub, "00-setup", "ada")
+    assert (real.score, real.max_score) == (3, 3), real.error
+    assert (hub.home("ada") / "feedback" / "00-setup" / "grade.txt").read_text().startswith("00-setup: ")
 
     canvas = list(csv.reader(instructor.export(hub, Path(hub.root) / "canvas.csv", "canvas").open()))
-    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "00-setup"]
-    assert canvas[1][-1] == "3" and {r[3]: r[-1] for r in canvas[2:]}["dee"] == "0"
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "00-setup", FIXTURE]
+    assert canvas[1][-2:] == ["3", "6"], canvas[1]
+    by_login = {r[3]: r[-2:] for r in canvas[2:]}
+    assert by_login["ada"] == ["3", "2"] and by_login["dee"] == ["", "0"], by_login
     moodle = list(csv.reader(instructor.export(hub, Path(hub.root) / "moodle.csv", "moodle").open()))
-    assert moodle[0] == ["username", "00-setup"] and dict(moodle[1:])["bob"] == "3"
+    assert moodle[0] == ["username", "00-setup", FIXTURE] and {r[0]: r[1:] for r in moodle[1:]}["bob"] == ["", "2"]

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
 import shutil
 import socket
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from urllib.parse import urlparse
@@ -91,11 +88,10 @@ def site():
         settings = Settings(root=str(root), hub_port=hub_port, proxy_api_port=proxy_api_port,
                             hub_api_port=hub_api_port, auth="lti", lti=lti)
         # A run killed by a time-out runs no teardown: test_hub's watcher stops the hub when this process is gone.
-        from test_hub import GUARDIAN
+        from support import guardian
+        from test_hub import STOP_WORKSHOP
 
-        guardian = subprocess.Popen([sys.executable, "-c", GUARDIAN, str(os.getpid()), str(root)], cwd=REPO,
-                                    start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
+        watching = guardian(STOP_WORKSHOP, root)
         try:
             # The course's start, less the room's Kafka: a launch needs none, only a learner's server would.
             with pytest.MonkeyPatch.context() as patch:
@@ -108,8 +104,8 @@ def site():
         finally:
             print("stopped: " + ", ".join(stop(settings)))
             shutil.rmtree(root, ignore_errors=True)
-            guardian.kill()
-            guardian.wait()
+            watching.kill()
+            watching.wait()
 
 
 def users(site) -> set[str]:

@@ -1,0 +1,46 @@
+"""What the suite's tests share: waiting on a condition, a free port, and a guardian for what a killed run leaves.
+
+One of each, so that a fix (a longer look interval on a loaded machine, a guardian that also removes folders) is
+made once. Tests import it as `support` (tests/ is on pytest's path, as for labrun.py).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from streamlab.lab.broker import free_port  # noqa: F401  (one free_port for the lab and the tests)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def wait_until(condition, timeout: float, every: float = 0.2) -> bool:
+    """Whether `condition()` came true within `timeout` s (looked at every `every` s)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(every)
+    return True
+
+
+# The guardian's first half: wait until the test process is gone (a SIGKILL or a CI time-out runs no teardown).
+_WAIT_FOR_EXIT = r"""
+import os, shutil, sys, time
+pid, args = int(sys.argv[1]), sys.argv[2:]
+while True:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        break
+    time.sleep(1)
+"""
+
+
+def guardian(cleanup: str, *args: str) -> subprocess.Popen:
+    """Start a process, in a session of its own, that runs the Python `cleanup` (which reads `args`, a list of
+    strings) once this test process has ended, however it ended: what a killed run started is still stopped."""
+    return subprocess.Popen([sys.executable, "-c", _WAIT_FOR_EXIT + cleanup, str(os.getpid()), *map(str, args)],
+                            cwd=ROOT, start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
