@@ -1,7 +1,7 @@
 """The learner's loop in JupyterLab, per notebook (issue 16.7): Run All, a control moved while the demo runs and
 the next cell (`wait()`) keeps the kernel busy, seen applied in the readout and on the chart, then ■.
 
-One JupyterLab of its own, in lane 1 of `make test` (tests/lanes.py): the other browser tests run in lane 2.
+One JupyterLab of its own, in lane 2 of `make test` (tests/lanes.py), with the other browser tests.
 """
 from __future__ import annotations
 
