@@ -184,6 +184,9 @@ def release(out: Path = RELEASE, source: Path = SOURCE, quiet: bool = False) -> 
         _normalise_file(out / page.name)
         if not quiet:
             print(f"copied {source.name}/{page.name} -> {out.name}/{page.name}")
+    if (source / PAGE_FIGURES).is_dir():  # the pages' figures (the home's course map)
+        shutil.rmtree(out / PAGE_FIGURES, ignore_errors=True)
+        shutil.copytree(source / PAGE_FIGURES, out / PAGE_FIGURES)
     for stale in stale_releases(out, source):
         shutil.rmtree(out / stale)
         if not quiet:
@@ -197,6 +200,9 @@ def stale_releases(out: Path = RELEASE, source: Path = SOURCE) -> list[str]:
     return sorted(p.name for p in out.iterdir()
                   if p.is_dir() and ASSIGNMENT_ID.match(p.name) and (p / f"{p.name}.ipynb").is_file()
                   and p.name not in have) if out.is_dir() else []
+
+
+PAGE_FIGURES = "figures"  # the top-level pages' figures: solutions/figures/ -> notebooks/figures/
 
 
 def pages(source: Path = SOURCE) -> list[Path]:
@@ -237,7 +243,7 @@ def release_differences(out: Path = RELEASE, source: Path = SOURCE) -> list[str]
     with temp_course("grader-fresh-") as tmp:
         fresh = tmp / "fresh"
         release(fresh, source, quiet=True)
-        for aid in assignments(source):
+        for aid in assignments(source) + ([PAGE_FIGURES] if (source / PAGE_FIGURES).is_dir() else []):
             new_files = {p.relative_to(fresh / aid) for p in (fresh / aid).rglob("*") if p.is_file()}
             old_dir = out / aid
             old_files = {p.relative_to(old_dir) for p in old_dir.rglob("*") if p.is_file()
