@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,11 @@ def grade_cohort(submissions: str | Path, out: str | Path, workers: int = 2, tim
         print(f"grading {len(tasks)} submission(s) from {submissions} with {workers} worker(s) …", flush=True)
     from .grading import check_environment
 
+    if not sandbox and os.geteuid() == 0:
+        # As root the sandbox is what drops learners' code to the grading account (grader/sandbox.py): without it
+        # a learner's cell would run as the machine's root (the red team's H1).
+        raise GraderError("--no-sandbox as root would run every learner's code as root: grade with the sandbox, or "
+                          "as another user")
     check_environment()  # once, before the workers start: no Java or no broker grades nobody, and says why
     if sandbox:
         from .sandbox import available

@@ -28,3 +28,16 @@ def test_a_learners_own_sandbox_is_not_taken_for_the_machines_root():
                           text=True, timeout=60, cwd="/")
     assert done.returncode == 0, done.stderr[-500:]
     assert done.stdout.split() == ["0", "False"], done.stdout + done.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the refusal is for root (CI runs as root)")
+def test_no_sandbox_as_root_is_refused_before_anything_runs(tmp_path):
+    """`grade --no-sandbox` as root would run learners' cells as root (H1): refused in one line, nothing graded."""
+    from grader.cohort import grade_cohort
+    from grader.course import GraderError
+
+    (tmp_path / "in" / "ada" / "00-setup").mkdir(parents=True)
+    (tmp_path / "in" / "ada" / "00-setup" / "00-setup.ipynb").write_text("{}")
+    with pytest.raises(GraderError, match="--no-sandbox as root would run every learner's code as root"):
+        grade_cohort(tmp_path / "in", tmp_path / "out", sandbox=False, quiet=True)
+    assert not (tmp_path / "out" / "grades.csv").exists()
