@@ -6,8 +6,8 @@ notebooks). Lane 2 is the three labs that bring their own engines, one after ano
 the cluster lab (three brokers, a Spark Master and two Workers) and the workshop hub, and then the browser tests,
 which serve a JupyterLab of their own (there to balance the lanes: once the hub and the browser's checks graded a
 fixture instead of 00-setup, lane 2 had about nine minutes to spare, and the learner's loop moved here from lane 1),
-and the broker outage of more than two minutes (tests/outage), which mostly waits and so runs beside the others
-(ALONGSIDE).
+and, beside them (ALONGSIDE), the broker outage of more than two minutes (tests/outage), the incident round's faults
+(tests/incidents) and the Delta crash lab.
 Lane 2 runs on a broker port and cluster ports of their own (each + 300), so that neither lane ever stops a broker
 or a cluster the other uses.
 
@@ -27,9 +27,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-LANE_2 = ["tests/docker", "tests/cluster", "tests/workshop", "tests/browser", "tests/outage"]
-# Lane 2's suites that mostly wait (a broker outage of minutes): they run beside lane 2's others, not after them.
-ALONGSIDE = ["tests/outage"]
+LANE_2 = ["tests/docker", "tests/cluster", "tests/workshop", "tests/browser", "tests/outage", "tests/incidents",
+          "tests/integration/test_lakehouse_crashes.py"]
+# Lane 2's suites that run one after another beside lane 2's others, not after them: a broker outage of minutes and
+# the incident round's faults mostly wait; the Delta crash lab (a cold driver process per SIGKILL) does not, but at
+# about 9 minutes it would tip lane 1 over the budget.
+ALONGSIDE = ["tests/outage", "tests/incidents", "tests/integration/test_lakehouse_crashes.py"]
 LANE_2_OFFSET = 300  # lane 2's broker and cluster ports: lane 1's + 300 (its cluster: 9292..9297)
 
 

@@ -138,6 +138,9 @@ def _enable_delta(conf: dict, master: str) -> None:
         conf["spark.jars"] = ",".join(filter(None, [conf.get("spark.jars"), *jars]))
     conf["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"
     conf["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+    from streamlab.lakehouse.tables import LAB_CONF
+
+    conf.update(LAB_CONF)  # a lab-sized table log: Delta's 50 snapshot partitions cost seconds a batch here
 
 
 EXECUTORS_WAIT_S = 90.0  # executors are JVMs the Workers start: seconds, more on a loaded machine
