@@ -448,8 +448,7 @@ def feed():
         producer.send(live, str(i).encode(), partition=i % 2); i += 1; time.sleep(0.005)
     producer.close(timeout=10)
 threading.Thread(target=feed, daemon=True).start()
-from streamlab.delivery.failover import UNCLEAN_TIMEOUTS
-timeouts = UNCLEAN_TIMEOUTS if os.environ.get("STREAMLAB_BENCH_TIMEOUTS") == "module-9" else {}
+timeouts = @TIMEOUTS@  # Spark's defaults ({}), or module 9's (streamlab.delivery.failover.UNCLEAN_TIMEOUTS)
 q = (s.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", live)
      .options(**timeouts).load().writeStream.format("noop").trigger(processingTime="1 second").start())
 def p0(event):
@@ -501,9 +500,10 @@ def _cluster(lab_peak: int, local_rate: float) -> None:
             peak = _peak_of(LAB, daemons)
             # The broker kill twice: with Spark's defaults the driver's offset request to the dead leader waits out
             # default.api.timeout.ms (60 s) in some runs; module 9 teaches shorter timeouts (UNCLEAN_TIMEOUTS).
-            for label in ("defaults", "module-9"):
-                os.environ["STREAMLAB_BENCH_TIMEOUTS"] = label
-                _peak_of(CLUSTER_WORK)
+            from streamlab.delivery.failover import UNCLEAN_TIMEOUTS
+
+            for label, timeouts in (("defaults", {}), ("module-9", UNCLEAN_TIMEOUTS)):
+                _peak_of(CLUSTER_WORK.replace("@TIMEOUTS@", repr(timeouts)))
                 try:
                     kills[label] = json.loads(open(out.name).read() or "{}")
                 except ValueError:

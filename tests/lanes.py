@@ -28,11 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 LANE_2 = ["tests/docker", "tests/cluster", "tests/workshop", "tests/browser", "tests/outage", "tests/incidents",
-          "tests/integration/test_lakehouse_crashes.py"]
+          "tests/lakehouse"]
 # Lane 2's suites that run one after another beside lane 2's others, not after them: a broker outage of minutes and
 # the incident round's faults mostly wait; the Delta crash lab (a cold driver process per SIGKILL) does not, but at
 # about 9 minutes it would tip lane 1 over the budget.
-ALONGSIDE = ["tests/outage", "tests/incidents", "tests/integration/test_lakehouse_crashes.py"]
+ALONGSIDE = ["tests/outage", "tests/incidents", "tests/lakehouse"]
 LANE_2_OFFSET = 300  # lane 2's broker and cluster ports: lane 1's + 300 (its cluster: 9292..9297)
 
 
