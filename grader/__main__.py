@@ -1,4 +1,5 @@
-"""`python -m grader release | check NOTEBOOK | grade SUBMISSIONS_DIR | audit [ASSIGNMENT ...] | lint | progress`."""
+"""`python -m grader release | check NOTEBOOK | grade SUBMISSIONS_DIR | audit [ASSIGNMENT ...] | lint | progress |
+site | interview | revision`."""
 from __future__ import annotations
 
 import argparse
@@ -45,6 +46,19 @@ def main(argv: list[str] | None = None) -> int:
     lint = sub.add_parser("lint", help="print each module's teaching numbers (../shared/teaching-style.md); "
                                        "exit 1 where one is worse than tests/course-lint.json")
     lint.add_argument("--update", action="store_true", help="write tests/course-lint.json (none may be worse)")
+    site = sub.add_parser("site", help="the course as a static site (student notebooks, figures; docs/site.md)")
+    site.add_argument("--out", type=Path, help="site folder, replaced (default .streamlab/site/)")
+    site.add_argument("--executed", type=Path, metavar="DIR",
+                      help="executed student notebooks <id>.ipynb: their outputs are shown")
+    site.add_argument("--run", action="store_true", help="first run every student notebook into --executed DIR")
+    rev = sub.add_parser("revision", help="revision aids: module 8's tables as a printable cheat sheet (HTML, PDF) "
+                                          "and code-only copies of the notebooks")
+    rev.add_argument("--out", type=Path, help="folder (default .streamlab/revision/)")
+    itv = sub.add_parser("interview", help="a timed mock interview round in the terminal; weak topics come back "
+                                           "first in later rounds (streamlab/course/mock.py)")
+    itv.add_argument("--topics", help="comma-separated topics (default all)")
+    itv.add_argument("--minutes", type=float, default=20, help="the round's length (default 20)")
+    itv.add_argument("--history", action="store_true", help="print your interview history per topic and stop")
     dist = sub.add_parser("distribute", help="copy the course for a graded cohort, without solutions and tests")
     dist.add_argument("out", type=Path)
     args = parser.parse_args(argv)
@@ -88,6 +102,19 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"wrote {progress.export(args.export, args.name or getpass.getuser())}: hand it to your team lead")
             else:
                 progress.show()
+        elif args.command == "site":
+            from .site import DEFAULT_OUT, main as site_main
+
+            return site_main(args.out or DEFAULT_OUT, args.executed, run=args.run)
+        elif args.command == "revision":
+            from .revision import DEFAULT_OUT as REVISION_OUT, main as revision_main
+
+            return revision_main(args.out or REVISION_OUT)
+        elif args.command == "interview":
+            from streamlab.course.mock import main as interview_main
+
+            return interview_main((["--topics", args.topics] if args.topics else []) + ["--minutes", str(args.minutes)]
+                                  + (["--history"] if args.history else []))
         elif args.command == "lint":
             from .lint import main as lint_main
 

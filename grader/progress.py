@@ -70,6 +70,9 @@ def table(modules: dict[str, dict] | None = None) -> str:
     done = sum(1 for aid in ids if modules.get(aid) and modules[aid]["score"] >= modules[aid]["max_score"])
     rows.append(f"{done} of {len(ids)} modules complete" + ("" if modules else
                 "; press Check my work in a module (or run python -m grader check) to record its score"))
+    from streamlab.course.mock import progress_lines
+
+    rows += ["", *progress_lines()]  # the mock interviews and design rounds, per topic
     return "\n".join(rows)
 
 

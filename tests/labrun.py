@@ -22,8 +22,9 @@ from streamlab.demo.live import DEMO_SECONDS_ENV
 DEMO_SECONDS = 15
 
 
-def run_as_a_learner(path: Path, tmp: Path) -> dict:
-    """Execute a notebook as a learner's Run All would (checks print, never raise): errors, stderr, last cell."""
+def run_as_a_learner(path: Path, tmp: Path, save: Path | None = None) -> dict:
+    """Execute a notebook as a learner's Run All would (checks print, never raise): errors, stderr, last cell.
+    `save`: write the notebook as Run All left it there (the static site shows its outputs, grader/site.py)."""
     from nbclient import NotebookClient
 
     tmp.mkdir(parents=True)
@@ -68,6 +69,10 @@ def run_as_a_learner(path: Path, tmp: Path) -> dict:
                               and o.name == "stdout" for line in o.get("text", "").splitlines()
                               if line.startswith(("✓ ", "✗ "))]
             into["last_ran"] = bool(code[-1].get("execution_count"))
+            if save is not None:  # whole or not at all: the browser lane may build the site from it meanwhile
+                save.parent.mkdir(parents=True, exist_ok=True)
+                nbformat.write(nb, save.with_suffix(".partial"))
+                os.replace(save.with_suffix(".partial"), save)
             back = time.monotonic()
             into["reentry"] = re_enter(client, nb, at)
             into["reentry seconds"] = round(time.monotonic() - back, 1)

@@ -23,6 +23,8 @@ TOPICS = {
     "rate": (5, "rate limiting and triggers", "05-rate-limiting"),
     "multitopic": (6, "multi-topic reads", "06-multi-topic"),
     "sinks": (7, "sinks and exactly-once", "07-sinks-exactly-once"),
+    "cluster": (9, "a cluster that fails", "09-cluster-failures"),
+    "lakehouse": (10, "the lakehouse: Kafka into Delta", "10-lakehouse"),
 }
 
 
@@ -497,6 +499,38 @@ FIXED = [
       "its consumer group was reset by an admin", "its group lost the partitions in a rebalance"], "b",
      "Readers stop at the last stable offset until the transaction commits or aborts: records behind an open "
      "transaction wait with it, committed or not, and the query's latestOffset stays at the last stable offset."),
+    ("lake-append-replay", "lakehouse", "A foreachBatch function appends each batch to a Delta table. The driver dies "
+     "after the append of batch 9, before commits/9. After the restart the table holds:",
+     ["batch 9 once: Delta rejects a second append of the same files", "batch 9 once: the replay gets new offsets",
+      "batch 9 twice: nothing remembered that it was written", "no batch 9: an uncommitted batch is rolled back"], "c",
+     "The append committed a Delta version; Spark's commits/9 did not follow, so batch 9 runs again with the same "
+     "offsets and a plain append adds its rows again. MERGE on a key, txnAppId/txnVersion, or Delta's own sink "
+     "make the replay harmless."),
+    ("lake-sink-txn", "lakehouse", "Why does writeStream.format(\"delta\") not duplicate a batch replayed after a "
+     "crash?",
+     ["Spark deletes the batch's files when the query fails", "Kafka's offsets are committed with each Delta version",
+      "Delta's log is rewritten atomically with the checkpoint", "each commit records the query id and batch id"],
+     "d",
+     "Delta's sink writes a SetTransaction (appId = the query id, version = the batch id) in the same commit as the "
+     "rows, and skips a batch id already there. Spark commits nothing to Kafka, and the checkpoint is separate."),
+    ("lake-dedupe", "lakehouse", "A foreachBatch MERGE keyed by order id fails with \"multiple source rows "
+     "matched\". The batch should first keep, per order id, the row with:",
+     ["the earliest Kafka timestamp among that order's rows", "the highest Kafka offset, keyed by order id",
+      "the first row Spark returns for that key", "the largest value of any numeric column"], "b",
+     "With records keyed by order id, one order's updates share a partition, where offsets follow write order: the "
+     "highest offset is the latest update. Row order in a DataFrame is not guaranteed, and timestamps can tie."),
+    ("lake-new-checkpoint", "lakehouse", "A job appends with txnAppId=\"billing\" and txnVersion=batch_id. After "
+     "its checkpoint is lost it restarts on a new one. What does Delta do with its first batches?",
+     ["fails them: the version went backwards", "writes them: a new checkpoint resets the app id",
+      "writes them twice, then once from then on", "skips them silently, as already written"], "d",
+     "Delta skips a write whose version is not above the last recorded for the app id, without an error: batch ids "
+     "from 0 again are all below the old last one. Derive the app id from the checkpoint."),
+    ("lake-small-files", "lakehouse", "A Delta table fed by a 1-second trigger has 200,000 small files. Which cures "
+     "it without slowing the stream's writes?",
+     ["OPTIMIZE on a schedule, or auto-compaction", "a larger spark.sql.shuffle.partitions",
+      "VACUUM with a retention of 0 hours, run daily", "more partitions on the input topic"], "a",
+     "OPTIMIZE rewrites small files into larger ones as a new version (auto-compaction does a small one after "
+     "writes). VACUUM deletes only files no retained version needs, and more partitions make more files."),
 ]
 
 
@@ -678,6 +712,11 @@ NUMBERED = {
     "min_offsets": ("rate", _min_offsets),
     "two_topics": ("multitopic", _two_topics),
 }
+
+from . import pool_more  # noqa: E402  (module 9's questions and more, with the section that proves each)
+
+FIXED += pool_more.FIXED
+NUMBERED.update(pool_more.NUMBERED)
 
 
 def pool_size() -> int:

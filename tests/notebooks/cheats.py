@@ -52,4 +52,23 @@ CHEATS: dict[str, dict[str, dict[str, str]]] = {
             "ex4_answer": "ex4_write = given_write\n",
         },
     },
+    "10-lakehouse": {
+        "wrong": {  # the plausible mistakes: guessed types, a plain append, one app id for all, no cap
+            "ex1_answer": ("def to_silver(bronze_df):\n"
+                           "    schema = 'id long, user string, action string, amount int, ts long'\n"
+                           "    return (bronze_df.select(F.from_json('json', schema).alias('e'), 'partition', 'offset')\n"
+                           "            .select('e.id', 'e.user', 'e.action', 'e.amount',\n"
+                           "                    F.col('e.ts').cast('timestamp').alias('event_time'), 'partition', 'offset'))\n"),
+            "ex2_answer": ("def upsert_balances(batch_df, batch_id):\n"
+                           "    batch_df.write.format('delta').mode('append').save(ex2_path)\n"),
+            "ex3_answer": ("def ex3_writer(checkpoint):\n"
+                           "    def write(batch_df, batch_id):\n"
+                           "        (batch_df.write.format('delta').mode('append').option('txnAppId', 'ex3')\n"
+                           "         .option('txnVersion', batch_id).save(ex3_path))\n"
+                           "    return write\n"),
+            "ex4_answer": ("def ex4_start(source, target, checkpoint):\n"
+                           "    return (spark.readStream.format('delta').load(source).writeStream.format('delta')\n"
+                           "            .option('checkpointLocation', checkpoint).trigger(availableNow=True).start(target))\n"),
+        },
+    },
 }

@@ -66,7 +66,7 @@ def _expected(kind: str, n: dict):
     raise AssertionError(f"no expected answer for {kind}")
 
 
-@pytest.mark.parametrize("kind", sorted(NUMBERED))
+@pytest.mark.parametrize("kind", sorted(k for k, (_t, fn) in NUMBERED.items() if fn.__module__ == interview.__name__))
 def test_numbered_questions_vary_between_draws_and_their_keys_are_right(kind):
     texts = set()
     for seed in range(30):
