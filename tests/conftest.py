@@ -89,6 +89,19 @@ def spark(bootstrap):
     session.stop()
 
 
+@pytest.fixture(scope="module")
+def delta(spark):
+    """The session, with Delta Lake set up: a missing Delta fails (the lakehouse tests are its proof)."""
+    from streamlab.errors import LabError
+    from streamlab.lakehouse import require_delta
+
+    try:
+        require_delta()
+    except LabError as missing:
+        pytest.fail(str(missing))
+    return spark
+
+
 def _topic_factory(bootstrap: str):
     from streamlab.lab import topics
 

@@ -8,10 +8,10 @@ Expected: Spark's plain Kafka sink duplicates (at-least-once); the SQLite upsert
 """
 from __future__ import annotations
 
-import contextlib
 import time
 
 import pytest
+from support import show
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
 
@@ -38,9 +38,7 @@ def crashed(spark, bootstrap, tmp_path_factory, pytestconfig):
     lines = [f"crash tests: {ROUNDS * CHUNK} records, {CRASHES} crashes planned per sink, {faults.elapsed(started)}:"]
     lines += [f"  {name:20s} {row}" for name, row in counts.items()]
     lines += [f"  {line}" for line in test.crash_log().groupby(["sink", "point"]).happened.sum().to_string().splitlines()]
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-        print("\n" + "\n".join(lines))
+    show(pytestconfig, lines)
     yield test, counts, chosen
     chosen["Kafka transactions"].close()
     for checkpoint in (run.checkpoint for run in test.runs.values()):

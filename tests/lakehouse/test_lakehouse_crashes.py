@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import show
 
 # Each SIGKILL costs a new driver process (Python, a Spark JVM, Delta's classes loaded cold): measured 50 s a process
 # at a load average of 10-14 on 2 cores and 2 minutes at 20-27 (11 processes: 20+ minutes), hence far more than
@@ -49,25 +50,6 @@ def _sinks(folder: Path, app_id: str) -> dict:
             "Delta plain append": sinks.DeltaAppendSink(folder / "append")}
 
 
-def _show(pytestconfig, lines: list[str]) -> None:
-    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
-    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-        print("\n" + "\n".join(lines))
-
-
-@pytest.fixture(scope="module")
-def delta(spark):
-    """The session, with Delta set up (a missing Delta fails: these tests are its proof)."""
-    from streamlab.errors import LabError
-    from streamlab.lakehouse import require_delta
-
-    try:
-        require_delta()
-    except LabError as missing:
-        pytest.fail(str(missing))
-    return spark
-
-
 @pytest.fixture(scope="module")
 def crashed(delta, bootstrap, tmp_path_factory, pytestconfig):
     """The four Delta sinks after ROUNDS rounds of CHUNK records and CRASHES injected crashes each."""
@@ -86,7 +68,7 @@ def crashed(delta, bootstrap, tmp_path_factory, pytestconfig):
         lines += [f"  {name:20s} {row}" for name, row in counts.items()]
         lines += [f"  {line}" for line in
                   test.crash_log().groupby(["sink", "point"]).happened.sum().to_string().splitlines()]
-        _show(pytestconfig, lines)
+        show(pytestconfig, lines)
         yield test, counts, chosen
     finally:
         for run in test.runs.values():
@@ -246,7 +228,7 @@ def killed(delta, bootstrap, tmp_path_factory, pytestconfig):
         lines = [f"Delta, driver killed with SIGKILL between the write and the commit: {sent} records, "
                  f"{len(done)} kills, {len(runs)} driver processes, {elapsed(started)}:"]
         lines += [f"  {name:20s} {row}" for name, row in counts.items()]
-        _show(pytestconfig, lines)
+        show(pytestconfig, lines)
         yield runs, counts, sent
     finally:
         shutil.rmtree(folder, ignore_errors=True)

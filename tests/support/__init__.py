@@ -1,4 +1,5 @@
-"""What the suite's tests share: waiting on a condition, a free port, and a guardian for what a killed run leaves.
+"""What the suite's tests share: waiting on a condition, a free port, a guardian for what a killed run leaves, and
+printing past pytest's capture.
 
 One of each, so that a fix (a longer look interval on a loaded machine, a guardian that also removes folders) is
 made once. Tests import it as `support` (tests/ is on pytest's path, as for labrun.py).
@@ -14,6 +15,15 @@ from pathlib import Path
 from streamlab.lab.broker import free_port  # noqa: F401  (one free_port for the lab and the tests)
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def show(pytestconfig, lines: list[str]) -> None:
+    """Print `lines` past pytest's capture, so that every run (CI's -q one too) shows the counts a test judged."""
+    import contextlib
+
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+        print("\n" + "\n".join(lines))
 
 
 def wait_until(condition, timeout: float, every: float = 0.2) -> bool:

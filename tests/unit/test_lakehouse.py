@@ -35,17 +35,6 @@ def test_a_session_started_without_delta_is_not_ready(monkeypatch):
     assert delta_ready() is False
 
 
-@pytest.fixture(scope="module")
-def delta(spark):
-    from streamlab.lakehouse import require_delta
-
-    try:
-        require_delta()
-    except LabError as missing:
-        pytest.fail(str(missing))
-    return spark
-
-
 def _rows(spark, *rows):
     return spark.createDataFrame(list(rows), "topic string, partition int, offset long, id long, value string")
 
