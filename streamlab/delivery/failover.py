@@ -385,6 +385,9 @@ def count(acked: set[int], delivered: list[int]) -> dict:
             "lost": sum(1 for i in acked if i not in seen)}
 
 
+FETCH_SETTLE_S = 2.0  # four times a follower's longest fetch wait (500 ms by default), for a loaded machine
+
+
 def acks_experiment(acks: str, records: int = 50, bootstrap: str | None = None) -> dict:
     """Produce `records` with `acks` while the leader's followers are paused, kill the leader, resume them;
     return how many were acknowledged and how many of those the new leader does not have."""
@@ -405,6 +408,10 @@ def acks_experiment(acks: str, records: int = 50, bootstrap: str | None = None) 
         paused = [cluster.node_pid(n) for n in followers]
         for pid in paused:
             os.killpg(pid, signal.SIGSTOP)
+        # A follower's fetch can already wait at the leader (a long poll of up to replica.fetch.wait.max.ms, 500 ms):
+        # answered with the first records produced, its response sits in the paused follower's socket and is applied
+        # when it resumes, carrying records over (a loaded run kept all 50). Let those fetches end empty first.
+        time.sleep(FETCH_SETTLE_S)
         try:
             futures = [producer.send(topic, str(i).encode(), partition=0) for i in range(records)]
             acked = 0
