@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .course import RELEASE, ROOT, GraderError, assignments, comparable, pages
+from .course import PAGE_FIGURES, RELEASE, ROOT, GraderError, assignments, comparable, pages
 
 DEFAULT_OUT = ROOT / ".streamlab" / "site"
 HOME = "START-HERE.ipynb"  # the course's home notebook: the site's index.html
@@ -205,6 +205,9 @@ def build(out: Path = DEFAULT_OUT, release: Path = RELEASE, executed: Path | Non
                         continue
                     (page.parent / relative).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(extra, page.parent / relative)
+        shared = release / PAGE_FIGURES  # the top-level pages' figures (the home's course map)
+        if shared.is_dir():
+            shutil.copytree(shared, tmp_out / PAGE_FIGURES, dirs_exist_ok=True)
         (tmp_out / MARK).write_text("made by `python -m grader site`; the next build replaces this folder\n")
         shutil.rmtree(out, ignore_errors=True)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -136,6 +136,11 @@ def _enable_delta(conf: dict, master: str) -> None:
                                                                         *jars]))
     if not master.startswith("local"):
         conf["spark.jars"] = ",".join(filter(None, [conf.get("spark.jars"), *jars]))
+    # Delta's catalog makes the session catalog's warehouse folder, by default spark-warehouse/ in the notebook's
+    # folder (seen in module 10's folder in JupyterLab): the lab's state folder keeps it out of the learner's way.
+    from streamlab.lab.jars import state_dir
+
+    conf.setdefault("spark.sql.warehouse.dir", str(state_dir() / "spark-warehouse"))
     conf["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"
     conf["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
     from streamlab.lakehouse.tables import LAB_CONF

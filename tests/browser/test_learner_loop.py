@@ -43,6 +43,10 @@ LOOPS = {
                            "any(t == 'malformed 45' for _, t in demo.marks) and demo.knob_values['malformed'] == 45"),
     "07-sinks-exactly-once": Loop("crash", "crash every N batches", 0, "crash every N batches 0",
                                   "any(t == 'crash every 0' for _, t in crash.marks) and crash.hook.every == 0"),
+    # Delta Lake: the crash lab of plain appends against MERGE, its crashes switched off mid-demo
+    "10-lakehouse": Loop("crash", "crash every N batches", 0, "crash every N batches 0",
+                         "any(t == 'crash every 0' for _, t in crash.marks) and crash.hook.every == 0",
+                         cell=r"faults\.CrashDemo\("),
 }
 NOTEBOOKS = list(LOOPS)  # what this file's JupyterLab serves (conftest.py)
 
