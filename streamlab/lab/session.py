@@ -136,11 +136,6 @@ def _enable_delta(conf: dict, master: str) -> None:
                                                                         *jars]))
     if not master.startswith("local"):
         conf["spark.jars"] = ",".join(filter(None, [conf.get("spark.jars"), *jars]))
-    # Delta's catalog makes the session catalog's warehouse folder, by default spark-warehouse/ in the notebook's
-    # folder (seen in module 10's folder in JupyterLab): the lab's state folder keeps it out of the learner's way.
-    from streamlab.lab.jars import state_dir
-
-    conf.setdefault("spark.sql.warehouse.dir", str(state_dir() / "spark-warehouse"))
     conf["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"
     conf["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
     from streamlab.lakehouse.tables import LAB_CONF
@@ -247,6 +242,9 @@ def _private_temporary_folder(conf: dict) -> None:
         return
     conf["spark.driver.extraJavaOptions"] += f" -Djava.io.tmpdir={folder}"
     conf.setdefault("spark.local.dir", folder)
+    # Delta's catalog makes the session catalog's warehouse, by default spark-warehouse/ in the notebook's folder
+    # (seen in module 10's folder in JupyterLab); the course writes tables by path, so nothing is lost here.
+    conf.setdefault("spark.sql.warehouse.dir", os.path.join(folder, "spark-warehouse"))
     _jvm_folders.append(folder)
     atexit.register(remove_jvm_folder)  # and again at the end of lifecycle's exit handler, after queries stop
 
