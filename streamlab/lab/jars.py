@@ -100,9 +100,7 @@ def delta_bundle() -> Bundle:
 
 def delta_jars() -> list[Path]:
     """Delta's jars that neither PySpark nor the connector's bundle already bring (none shadowed, none twice)."""
-    import pyspark
-
-    shipped = {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
+    shipped = _shipped()
     if connector_bundle().ready():
         shipped |= {_artifact(p.name) for p in connector_bundle().jars()}
     return [p for p in delta_bundle().jars() if _artifact(p.name) not in shipped]
@@ -110,10 +108,15 @@ def delta_jars() -> list[Path]:
 
 def connector_jars() -> list[Path]:
     """The connector's jars that PySpark does not already ship (so Spark's own copies are never shadowed)."""
+    shipped = _shipped()
+    return [p for p in connector_bundle().jars() if _artifact(p.name) not in shipped]
+
+
+def _shipped() -> set[str]:
+    """The artifacts whose jars PySpark itself ships (pyspark/jars/)."""
     import pyspark
 
-    shipped = {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
-    return [p for p in connector_bundle().jars() if _artifact(p.name) not in shipped]
+    return {_artifact(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")}
 
 
 def _artifact(filename: str) -> str:
