@@ -272,12 +272,10 @@ def _delta(spark, bootstrap: str) -> None:
     from streamlab.lab.jars import DELTA_VERSION
     from streamlab.lab.producer import produce
     from streamlab.lakehouse import delta_ready, file_count, merge_batch
-    from streamlab.lakehouse.tables import lab_defaults
 
     if not delta_ready():
         print("Delta Lake: not set up (run make setup): the lakehouse figures cannot be measured")
         return
-    lab_defaults(spark)
     folder = tempfile.mkdtemp(prefix="streamlab-bench-delta-")
     made = [topics.create_topic(topics.unique_name(p), 2, bootstrap) for p in ("bench-delta", "bench-files")]
     try:

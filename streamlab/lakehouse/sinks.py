@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamlab.lakehouse.tables import ids, lab_defaults, session
+from streamlab.lakehouse.tables import ids, session
 
 
 def latest_per_key(batch_df, key="id", order="offset"):
@@ -54,7 +54,7 @@ def merge_batch(batch_df, path, key="id", order="offset", dedupe: bool = True, e
     """
     from delta.tables import DeltaTable
 
-    spark = lab_defaults(batch_df.sparkSession)
+    spark = batch_df.sparkSession
     path = str(path)
     keys = [key] if isinstance(key, str) else list(key)
     if not DeltaTable.isDeltaTable(spark, path):
@@ -78,7 +78,6 @@ class _DeltaTable:
 
     def start(self, df, checkpoint: str):
         """Start the query (availableNow) with write_batch as its foreachBatch."""
-        lab_defaults(df.sparkSession)
         return (df.writeStream.foreachBatch(self.write_batch).option("checkpointLocation", checkpoint)
                 .trigger(availableNow=True).start())
 
@@ -115,7 +114,6 @@ class DeltaSink(_DeltaTable):
 
     def start(self, df, checkpoint: str):
         """Start the query (availableNow) writing `df` with format("delta") to the path."""
-        lab_defaults(df.sparkSession)
         return (df.writeStream.format("delta").outputMode("append").option("checkpointLocation", checkpoint)
                 .trigger(availableNow=True).start(self.path))
 
@@ -123,7 +121,7 @@ class DeltaSink(_DeltaTable):
         """foreachBatch: hand the batch to Delta's own sink class (the JVM's DeltaSink on the same path), exactly as
         a query with format("delta") does: it takes the running query's id (Spark's local property in the batch's
         thread) and skips a batch id the log already holds for it."""
-        spark = lab_defaults(batch_df.sparkSession)
+        spark = batch_df.sparkSession
         jvm = spark.sparkContext._jvm
         if spark.sparkContext.getLocalProperty("sql.streaming.queryId") is None:
             raise RuntimeError("DeltaSink.write_batch runs only inside a streaming query's foreachBatch "
@@ -146,7 +144,6 @@ class DeltaAppendSink(_DeltaTable):
 
     def write_batch(self, batch_df, batch_id: int) -> None:
         """foreachBatch: append the batch (one Delta commit)."""
-        lab_defaults(batch_df.sparkSession)
         batch_df.write.format("delta").mode("append").save(self.path)
 
 
@@ -168,7 +165,6 @@ class DeltaTxnAppendSink(_DeltaTable):
 
     def write_batch(self, batch_df, batch_id: int) -> None:
         """foreachBatch: append the batch with txnAppId/txnVersion (skipped by Delta if already written)."""
-        lab_defaults(batch_df.sparkSession)
         (batch_df.write.format("delta").mode("append").option("txnAppId", self.app_id)
          .option("txnVersion", int(batch_id)).save(self.path))
 

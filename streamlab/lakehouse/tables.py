@@ -41,15 +41,8 @@ def require_delta() -> None:
 
 # Delta's defaults are a cluster's: it rebuilds a table's state (needed by MERGE and txnAppId appends, not by plain
 # appends) in 50 tasks, which on the lab's local[2] made each such commit take 5-20 s instead of 1-5 s (measured).
+# Every lab session starts with these (streamlab.lab.session._enable_delta).
 LAB_CONF = {"spark.databricks.delta.snapshotPartitions": "2"}
-
-
-def lab_defaults(spark):
-    """Set Delta's lab-sized settings (LAB_CONF) on `spark` where nobody set them already; return `spark`."""
-    for key, value in LAB_CONF.items():
-        if spark.conf.get(key, None) is None:
-            spark.conf.set(key, value)
-    return spark
 
 
 def session():
@@ -61,7 +54,7 @@ def session():
         from streamlab.lab.session import spark
 
         active = spark()
-    return lab_defaults(active)
+    return active
 
 
 def table(spark, path):
@@ -69,7 +62,6 @@ def table(spark, path):
     from delta.tables import DeltaTable
 
     require_delta()
-    lab_defaults(spark)
     if not DeltaTable.isDeltaTable(spark, str(path)):
         raise LabError(f"{path} is not a Delta table (yet): no write has committed there. Run the cell that "
                        "writes it first, or check the path.")
