@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from streamlab.errors import LabError
+from streamlab.workshop import disks
 from streamlab.workshop.hub import VENV_BIN, Settings, default_root, write_config
 
 
@@ -19,7 +20,8 @@ def _settings(args) -> Settings:
         settings = Settings.load(root)
     else:
         settings = Settings(root=str(root))
-    for key in ("hub_port", "kafka_port", "instructor", "auth", "mem_limit", "spark_cores", "cull_timeout_s"):
+    for key in ("hub_port", "kafka_port", "instructor", "auth", "mem_limit", "home_limit", "spark_cores",
+                "cull_timeout_s"):
         value = getattr(args, key, None)
         if value is not None:
             setattr(settings, key, value)
@@ -45,6 +47,10 @@ def start(settings: Settings, timeout: float = 120.0) -> subprocess.Popen:
 
     if hub_pid(settings):
         raise LabError(f"a hub already runs for {settings.root}: python -m streamlab.workshop stop")
+    try:
+        disks.size_of(settings.home_limit)
+    except ValueError as exc:
+        raise LabError(str(exc)) from None
     config = write_config(settings)
     hub = Path(settings.root) / "hub"
     room = settings.room()
@@ -128,6 +134,9 @@ def stop(settings: Settings, remove_accounts: bool = False) -> list[str]:
         pass
     if kafka.stop(settings.room()):
         done.append("the room's Kafka")
+    unmounted = disks.detach_all(settings.root)  # the servers are gone: their homes' file systems are free
+    if unmounted:
+        done.append(f"{len(unmounted)} learners' home file systems (unmounted; their images keep the work)")
     if remove_accounts and os.geteuid() == 0:
         from streamlab.workshop.hub import remove_accounts as remove
 
@@ -163,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--instructor", help="the hub's admin user (default instructor)")
     st.add_argument("--auth", choices=("native", "lti"))
     st.add_argument("--mem-limit", help="memory per learner's server, e.g. 3G")
+    st.add_argument("--home-limit", help="disk per learner's home, e.g. 4G (a file system of its own; root only)")
     st.add_argument("--spark-cores", type=int, help="cores per learner's Spark session")
     st.add_argument("--cull-timeout-s", type=int, help="idle seconds before the culler stops a server")
     st.add_argument("--background", action="store_true", help="return once the hub answers")

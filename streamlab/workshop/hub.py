@@ -1,7 +1,8 @@
 """JupyterHub for a room: its configuration, and the spawner that gives each learner a home, limits and credentials.
 
 At a learner's first login the spawner (WorkshopSpawner):
-- makes the learner's home `<root>/home/<name>` (mode 0700) and, when the hub runs as root, a Linux user
+- makes the learner's home `<root>/home/<name>` (mode 0700; when the hub runs as root, a file system of its own of
+  `home_limit` bytes, disks.py) and, when the hub runs as root, a Linux user
   `sl-<name>` that owns it and runs the learner's server, so learners cannot read each other's files; the server
   runs behind walls of its own (walls.py: no other home, no hidden tests, no hub secret or Kafka data in sight);
 - copies the course's student notebooks (`notebooks/`, never `solutions/`) into `~/notebooks` (only once: a
@@ -28,7 +29,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from streamlab.workshop import homes
+from streamlab.workshop import disks, homes
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -49,6 +50,7 @@ class Settings:
     instructor: str = "instructor"
     auth: str = "native"  # or "lti"
     mem_limit: str = "3G"
+    home_limit: str = "4G"  # each learner's home is a file system of this size (disks.py), where the hub is root
     spark_cores: int = 1
     spark_memory: str = "1g"
     cull_timeout_s: int = 2700
@@ -333,6 +335,9 @@ class WorkshopSpawner(LocalProcessSpawner):
         which follows no link the learner planted (a link on the way is refused)."""
         from streamlab.workshop import kafka
 
+        unbounded = disks.attach(settings.root, name, home, settings.home_limit)
+        if unbounded and os.geteuid() == 0:
+            self.log.warning("%s", unbounded)
         homes.make_home(home)
         if accounts_possible():
             _ensure_account(self.system_name, home)

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from streamlab.workshop import homes
+from streamlab.workshop import disks, homes
 from streamlab.workshop.hub import SYSTEM_PREFIX, Settings
 
 
@@ -49,21 +49,23 @@ def collect(settings: Settings, assignment: str, only: list[str] | None = None,
     None (`.why` says why: missing, or refused — a link on the way, someone else's file)}."""
     into = into or Path(settings.root) / "collected" / assignment
     found = Collected()
-    for name in only or learners(settings):
-        home = settings.home(name)
-        ids = homes.owner(home, SYSTEM_PREFIX + name)
-        try:
-            data = homes.read_file(home, f"notebooks/{assignment}/{assignment}.ipynb", ids[0] if ids else None)
-        except FileNotFoundError:
-            found[name], found.why[name] = None, f"no notebooks/{assignment}/{assignment}.ipynb"
-            continue
-        except homes.Refused as exc:  # a collected notebook is the learner's own file or nothing
-            found[name], found.why[name] = None, f"refused: {exc}"
-            continue
-        target = into / name / assignment / f"{assignment}.ipynb"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        found[name] = target
+    names = only or learners(settings)
+    with disks.mounted(settings.root, {name: settings.home(name) for name in names}):  # after the hub stopped
+        for name in names:
+            home = settings.home(name)
+            ids = homes.owner(home, SYSTEM_PREFIX + name)
+            try:
+                data = homes.read_file(home, f"notebooks/{assignment}/{assignment}.ipynb", ids[0] if ids else None)
+            except FileNotFoundError:
+                found[name], found.why[name] = None, f"no notebooks/{assignment}/{assignment}.ipynb"
+                continue
+            except homes.Refused as exc:  # a collected notebook is the learner's own file or nothing
+                found[name], found.why[name] = None, f"refused: {exc}"
+                continue
+            target = into / name / assignment / f"{assignment}.ipynb"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            found[name] = target
     return found
 
 
@@ -154,22 +156,23 @@ def _hand_back(settings: Settings, assignment: str, results: list, out: Path) ->
     from grader.grading import _num
 
     refused = {}
-    for result in results:
-        home = settings.home(result.student)
-        if not home.is_dir():
-            continue
-        ids = homes.owner(home, SYSTEM_PREFIX + result.student)
-        page = out / "feedback" / result.student / f"{assignment}.html"
-        score = (f"{_num(result.score)} / {_num(result.max_score)}" if result.graded and not result.error
-                 else f"not graded: {result.error}")
-        try:
-            homes.make_dirs(home, f"feedback/{assignment}", ids)
-            if page.is_file():
-                homes.write_file(home, f"feedback/{assignment}/{assignment}.html", page.read_bytes(), ids)
-            homes.write_file(home, f"feedback/{assignment}/grade.txt", f"{assignment}: {score}\n".encode(), ids)
-        except homes.Refused as exc:
-            refused[result.student] = str(exc)
-            print(f"{result.student}: no feedback handed back, {exc}", file=sys.stderr)
+    with disks.mounted(settings.root, {result.student: settings.home(result.student) for result in results}):
+        for result in results:
+            home = settings.home(result.student)
+            if not home.is_dir():
+                continue
+            ids = homes.owner(home, SYSTEM_PREFIX + result.student)
+            page = out / "feedback" / result.student / f"{assignment}.html"
+            score = (f"{_num(result.score)} / {_num(result.max_score)}" if result.graded and not result.error
+                     else f"not graded: {result.error}")
+            try:
+                homes.make_dirs(home, f"feedback/{assignment}", ids)
+                if page.is_file():
+                    homes.write_file(home, f"feedback/{assignment}/{assignment}.html", page.read_bytes(), ids)
+                homes.write_file(home, f"feedback/{assignment}/grade.txt", f"{assignment}: {score}\n".encode(), ids)
+            except homes.Refused as exc:
+                refused[result.student] = str(exc)
+                print(f"{result.student}: no feedback handed back, {exc}", file=sys.stderr)
     return refused
 
 

@@ -15,8 +15,8 @@ mount and pid namespace of its own, where:
 then the server runs as the learner's account (setpriv) under a small reaper of ours as the namespace's pid 1 (a
 server, as pid 1, never waits for the orphans it inherits: each stayed a zombie holding a pid until the server
 stopped), and every process it starts ends with it (the pid namespace). Nothing of this touches the machine outside
-the namespace. The learner's home has no disk quota: Linux bounds a folder only by a filesystem quota or a
-filesystem of its own, which this hub does not set up; her Kafka topics are bounded by the room broker's caps.
+the namespace. The learner's home is a file system of its own, bounded by the hub (disks.py), and shown here as it
+is mounted; her Kafka topics are bounded by the room broker's caps.
 """
 from __future__ import annotations
 

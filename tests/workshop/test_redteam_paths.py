@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from streamlab.workshop import hub, instructor, kafka
+from streamlab.workshop import disks, hub, instructor, kafka
 from streamlab.workshop.hub import SYSTEM_PREFIX, Settings
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the holes are root's: run as root (CI is)")
@@ -74,6 +74,7 @@ def workshop(monkeypatch):
         monkeypatch.setattr(kafka, "add_learner", lambda _room, name, password=None: f"pw-{name}")
         yield SimpleNamespace(settings=settings, elsewhere=elsewhere, ids=ids, before=_snapshot(elsewhere))
     finally:
+        disks.detach_all(settings.root)  # a home the spawner made is a file system of its own
         for name in made:
             subprocess.run(["userdel", SYSTEM_PREFIX + name], capture_output=True, timeout=30)
         shutil.rmtree(base, ignore_errors=True)
