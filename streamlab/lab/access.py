@@ -20,10 +20,8 @@ import os
 import re
 from pathlib import Path
 
+from streamlab import patches
 from streamlab.errors import LabError
-
-_SPARK_PATCHED = False
-_CLIENTS_PATCHED: set[str] = set()
 
 
 def topic_prefix() -> str:
@@ -86,30 +84,30 @@ def python_client_config() -> dict:
 def install_clients() -> None:
     """Give every kafka-python client made from now on the workshop's credentials (nothing outside a workshop)."""
     config = python_client_config()
-    if not config:
-        return
-    from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+    if config:
+        patches.install("workshop-client-defaults", config=config)
 
-    for cls in (KafkaAdminClient, KafkaConsumer, KafkaProducer):
-        # kafka-python copies DEFAULT_CONFIG into each new client, then applies the caller's arguments.
-        cls.DEFAULT_CONFIG = {**cls.DEFAULT_CONFIG, **{k: v for k, v in config.items() if k in cls.DEFAULT_CONFIG}}
-        _CLIENTS_PATCHED.add(cls.__name__)
+
+def client_defaults(cls, originals: dict, config: dict) -> dict:
+    """The patch "workshop-client-defaults" (streamlab.patches): `cls`'s DEFAULT_CONFIG with the credentials."""
+    # kafka-python copies DEFAULT_CONFIG into each new client, then applies the caller's arguments.
+    defaults = originals["DEFAULT_CONFIG"]
+    return {"DEFAULT_CONFIG": {**defaults, **{k: v for k, v in config.items() if k in defaults}}}
 
 
 def install_spark() -> None:
     """Make every format("kafka") reader and writer start with the workshop's options (nothing outside one)."""
-    global _SPARK_PATCHED
     options = kafka_options()
     prefix = topic_prefix()
-    if _SPARK_PATCHED or not (options or prefix):
-        return
-    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
-    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+    if options or prefix:
+        patches.install("workshop-kafka-defaults", options=options, prefix=prefix)
 
-    for cls in (DataFrameReader, DataFrameWriter, DataStreamReader, DataStreamWriter):
-        reader = cls in (DataFrameReader, DataStreamReader)
-        cls.format = _with_defaults(cls.format, options, prefix if reader else "")
-    _SPARK_PATCHED = True
+
+def format_defaults(cls, originals: dict, options: dict, prefix: str) -> dict:
+    """The patch "workshop-kafka-defaults" (streamlab.patches): `cls.format("kafka")` with the workshop's options
+    (and, on a reader, the learner's group prefix)."""
+    reader = cls.__name__ in ("DataFrameReader", "DataStreamReader")
+    return {"format": _with_defaults(originals["format"], options, prefix if reader else "")}
 
 
 def _with_defaults(original, options: dict, prefix: str):

@@ -414,9 +414,6 @@ def explain_failure(query, exc) -> str | None:
     return None
 
 
-_guarded: list = []
-
-
 def unwritable_checkpoint(exc: BaseException) -> str | None:
     """The one line for a query that cannot start because its checkpoint folder cannot be made or written."""
     from streamlab.errors import first_line
@@ -434,16 +431,17 @@ def unwritable_checkpoint(exc: BaseException) -> str | None:
 def _guard_queries() -> None:
     """awaitTermination / processAllAvailable return at once, with the watch's line, for a query the watch stopped;
     stop() on it returns at once (its thread may still sit in a Kafka call for a minute)."""
-    if _guarded:
-        return
-    from pyspark.sql.streaming.query import StreamingQuery
+    from streamlab import patches
 
-    from pyspark.sql.streaming.readwriter import DataStreamWriter
+    patches.install("query-guard")
 
-    start_original = DataStreamWriter.start
-    await_original = StreamingQuery.awaitTermination
-    process_original = StreamingQuery.processAllAvailable
-    stop_original = StreamingQuery.stop
+
+def query_guard(cls, originals: dict) -> dict:
+    """The patch "query-guard" (streamlab.patches): StreamingQuery's waits and stop, DataStreamWriter's start."""
+    start_original = originals.get("start")
+    await_original = originals.get("awaitTermination")
+    process_original = originals.get("processAllAvailable")
+    stop_original = originals.get("stop")
 
     @contextmanager
     def awaited(query):
@@ -523,15 +521,13 @@ def _guard_queries() -> None:
             return None  # the watch stopped it already; a second stop would wait on the same stuck thread
         return stop_original(self)
 
-    for fn, original in ((awaitTermination, await_original), (processAllAvailable, process_original),
-                         (stop, stop_original)):
-        fn.__doc__, fn.__wrapped__ = original.__doc__, original
-    StreamingQuery.awaitTermination = awaitTermination
-    StreamingQuery.processAllAvailable = processAllAvailable
-    StreamingQuery.stop = stop
-    start.__doc__, start.__wrapped__ = start_original.__doc__, start_original
-    DataStreamWriter.start = start
-    _guarded.append(True)
+    if cls.__name__ == "DataStreamWriter":
+        hooks = {"start": start}
+    else:
+        hooks = {"awaitTermination": awaitTermination, "processAllAvailable": processAllAvailable, "stop": stop}
+    for name, fn in hooks.items():
+        fn.__doc__, fn.__wrapped__ = originals[name].__doc__, originals[name]
+    return hooks
 
 
 def _ipython():

@@ -209,6 +209,7 @@ def _launch_quiet_jvm(conf: dict) -> None:
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
+    from streamlab import patches
     from streamlab.lab.jars import state_dir
 
     if SparkContext._gateway is not None:
@@ -224,8 +225,7 @@ def _launch_quiet_jvm(conf: dict) -> None:
     spark_conf = SparkConf(loadDefaults=False)
     for key, value in conf.items():
         spark_conf.set(key, value)
-    SparkContext._gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log})
-    SparkContext._jvm = SparkContext._gateway.jvm
+    patches.adopt_gateway(launch_gateway(spark_conf, popen_kwargs={"stdout": log, "stderr": log}))
 
 
 def _private_temporary_folder(conf: dict) -> None:

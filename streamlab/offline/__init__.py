@@ -11,8 +11,6 @@ from __future__ import annotations
 OFFLINE_NAME = "streamlab_kafka"
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
-_patched = False
-
 
 def register(session) -> None:
     """Register the offline Kafka data source on `session` as format("streamlab_kafka"), leaving "kafka" alone."""
@@ -38,24 +36,21 @@ def install(session) -> None:
 def serves(name) -> bool:
     """Whether format(`name`) is the offline engine: its own name, or "kafka" once `install` routed it."""
     name = name.strip().lower() if isinstance(name, str) else ""
-    return name == OFFLINE_NAME or (name == "kafka" and _patched)
+    if name == OFFLINE_NAME:
+        return True
+    from streamlab import patches
+
+    return name == "kafka" and patches.installed("offline-kafka-format")
 
 
-def _route_kafka_format() -> None:
-    global _patched
-    if _patched:
-        return
-    from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
-    from pyspark.sql.streaming.readwriter import DataStreamReader, DataStreamWriter
+def kafka_format_hooks(cls, originals: dict) -> dict:
+    """The patch "offline-kafka-format" (streamlab.patches): `cls.format("kafka")` names the offline engine."""
+    original = originals["format"]
 
-    for cls in (DataFrameReader, DataFrameWriter, DataStreamReader, DataStreamWriter):
-        original = cls.format
+    def routed(self, source, _original=original):
+        if isinstance(source, str) and source.strip().lower() == "kafka":
+            source = OFFLINE_NAME
+        return _original(self, source)
 
-        def routed(self, source, _original=original):
-            if isinstance(source, str) and source.strip().lower() == "kafka":
-                source = OFFLINE_NAME
-            return _original(self, source)
-
-        routed.__doc__ = original.__doc__
-        cls.format = routed
-    _patched = True
+    routed.__doc__ = original.__doc__
+    return {"format": routed}

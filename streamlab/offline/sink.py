@@ -470,9 +470,6 @@ class KafkaStreamWriter(_KafkaWriterBase, DataSourceStreamArrowWriter):
 # Save modes: Spark's Python data source path knows only Append and Overwrite
 
 
-_modes_routed = False
-
-
 def _checked_write_options(writer) -> dict:
     """The writer's Kafka options, validated on the driver as the connector does before any task runs."""
     from pyspark.errors import AnalysisException, PySparkException
@@ -501,16 +498,18 @@ def route_save_modes() -> None:
     are raised on the driver with the connector's exception types (AnalysisException, IllegalArgumentException)
     and its one-line messages, instead of a Python worker's traceback wrapped in PYTHON_DATA_SOURCE_ERROR.
     """
-    global _modes_routed
-    if _modes_routed:
-        return
+    from streamlab import patches
+
+    patches.install("offline-save-modes")
+    patches.install("offline-stream-writes")  # with the batch hook, so the engine's install() needs one call
+
+
+def save_mode_hooks(cls, originals: dict) -> dict:
+    """The patch "offline-save-modes" (streamlab.patches) on DataFrameWriter: see route_save_modes."""
     from pyspark.errors import AnalysisException
-    from pyspark.sql.readwriter import DataFrameWriter
     from pyspark.sql.utils import to_str
 
     from streamlab.offline import serves
-
-    originals = {name: getattr(DataFrameWriter, name) for name in ("mode", "format", "option", "options", "save")}
 
     def _mode(self, saveMode):
         result = originals["mode"](self, saveMode)  # Spark validates the name first
@@ -547,15 +546,12 @@ def route_save_modes() -> None:
             originals["mode"](self, "append")
         return originals["save"](self, path)
 
+    hooks = {}
     for new in (_mode, _format, _option, _options, _save):
         name = new.__name__.lstrip("_")
         new.__doc__ = originals[name].__doc__
-        setattr(DataFrameWriter, name, new)
-    _modes_routed = True
-    route_stream_writes()  # installed with the batch hook, so the engine's install() needs one call
-
-
-_streams_routed = False
+        hooks[name] = new
+    return hooks
 
 
 def route_stream_writes() -> None:
@@ -568,16 +564,16 @@ def route_stream_writes() -> None:
     at-least-once, with the same checkpoint; only its progress names the sink ForeachBatchSink. The hook also
     tells the offline source of any query where its checkpoint is (source.announce_checkpoint).
     """
-    global _streams_routed
-    if _streams_routed:
-        return
-    from pyspark.sql.streaming.readwriter import DataStreamWriter
+    from streamlab import patches
+
+    patches.install("offline-stream-writes")
+
+
+def stream_write_hooks(cls, originals: dict) -> dict:
+    """The patch "offline-stream-writes" (streamlab.patches) on DataStreamWriter: see route_stream_writes."""
     from pyspark.sql.utils import to_str
 
     from streamlab.offline import serves
-
-    originals = {name: getattr(DataStreamWriter, name) for name in ("outputMode", "format", "option", "options",
-                                                                     "queryName", "start")}
 
     def _outputMode(self, outputMode):
         result = originals["outputMode"](self, outputMode)  # Spark validates the name first
@@ -626,11 +622,12 @@ def route_stream_writes() -> None:
         await_claims(entries, query)
         return query
 
+    hooks = {}
     for new in (_outputMode, _format, _option, _options, _queryName, _start):
         name = new.__name__.lstrip("_")
         new.__doc__ = originals[name].__doc__
-        setattr(DataStreamWriter, name, new)
-    _streams_routed = True
+        hooks[name] = new
+    return hooks
 
 
 def _batch_writer(options: dict):

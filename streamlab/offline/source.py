@@ -568,9 +568,6 @@ def replan_each_action(df):
     return df.where(REPLAN_FILTER)
 
 
-_reads_routed = False
-
-
 def route_reads() -> None:
     """Check offline Kafka reads at load() as the connector does, and give each stream an id for its checkpoint.
 
@@ -579,61 +576,62 @@ def route_reads() -> None:
     driver, `load()` of this engine's format runs the checks of that kind of read first and raises the connector's
     exception type and message. A streaming read also gets the hidden SOURCE_ID_OPTION (see announce_checkpoint).
     """
-    global _reads_routed
-    if _reads_routed:
-        return
-    from pyspark.sql.readwriter import DataFrameReader
+    from streamlab import patches
+
+    patches.install("offline-reads")
+
+
+def read_hooks(cls, originals: dict) -> dict:
+    """The patch "offline-reads" (streamlab.patches) on DataFrameReader or DataStreamReader: see route_reads."""
     from pyspark.sql.streaming.readwriter import DataStreamReader
     from pyspark.sql.utils import to_str
 
     from streamlab.offline import serves
 
-    for cls, check in ((DataFrameReader, check_batch_load), (DataStreamReader, check_stream_load)):
-        originals = {name: getattr(cls, name) for name in ("format", "option", "options", "schema", "load")}
+    check = check_stream_load if cls is DataStreamReader else check_batch_load
 
-        def _format(self, source, _originals=originals):
-            self._streamlab_kafka_read = serves(source)
-            return _originals["format"](self, source)
+    def _format(self, source, _originals=originals):
+        self._streamlab_kafka_read = serves(source)
+        return _originals["format"](self, source)
 
-        def _schema(self, schema, _originals=originals):
-            self._streamlab_user_schema = schema
-            return _originals["schema"](self, schema)
+    def _schema(self, schema, _originals=originals):
+        self._streamlab_user_schema = schema
+        return _originals["schema"](self, schema)
 
-        def _option(self, key, value, _originals=originals):
-            self.__dict__.setdefault("_streamlab_read_options", {})[str(key).lower()] = to_str(value)
-            return _originals["option"](self, key, value)
+    def _option(self, key, value, _originals=originals):
+        self.__dict__.setdefault("_streamlab_read_options", {})[str(key).lower()] = to_str(value)
+        return _originals["option"](self, key, value)
 
-        def _options(self, _originals=originals, **opts):
-            self.__dict__.setdefault("_streamlab_read_options", {}).update(
-                {str(k).lower(): to_str(v) for k, v in opts.items()})
-            return _originals["options"](self, **opts)
+    def _options(self, _originals=originals, **opts):
+        self.__dict__.setdefault("_streamlab_read_options", {}).update(
+            {str(k).lower(): to_str(v) for k, v in opts.items()})
+        return _originals["options"](self, **opts)
 
-        def _load(self, path=None, format=None, schema=None, _originals=originals, _check=check,
-                  _stream=cls is DataStreamReader, **opts):
-            if format is not None:
-                self.format(format)
-            if opts:
-                self.options(**opts)
-            if schema is not None:
-                self.schema(schema)
-            if getattr(self, "_streamlab_kafka_read", False):
-                given = {k: v for k, v in getattr(self, "_streamlab_read_options", {}).items() if v is not None}
-                if path is not None:
-                    given["path"] = path
-                try:
-                    _check(given)
-                    _check_user_schema(self, given, _stream)
-                except IllegalArgumentException as exc:
-                    _raise_as_pyspark(exc)
-                if _stream:
-                    _originals["option"](self, SOURCE_ID_OPTION, uuid.uuid4().hex)
-            loaded = _originals["load"](self, path) if path is not None else _originals["load"](self)
-            if getattr(self, "_streamlab_kafka_read", False) and not _stream:
-                loaded = replan_each_action(loaded)
-            return loaded
+    def _load(self, path=None, format=None, schema=None, _originals=originals, _check=check,
+              _stream=cls is DataStreamReader, **opts):
+        if format is not None:
+            self.format(format)
+        if opts:
+            self.options(**opts)
+        if schema is not None:
+            self.schema(schema)
+        if getattr(self, "_streamlab_kafka_read", False):
+            given = {k: v for k, v in getattr(self, "_streamlab_read_options", {}).items() if v is not None}
+            if path is not None:
+                given["path"] = path
+            try:
+                _check(given)
+                _check_user_schema(self, given, _stream)
+            except IllegalArgumentException as exc:
+                _raise_as_pyspark(exc)
+            if _stream:
+                _originals["option"](self, SOURCE_ID_OPTION, uuid.uuid4().hex)
+        loaded = _originals["load"](self, path) if path is not None else _originals["load"](self)
+        if getattr(self, "_streamlab_kafka_read", False) and not _stream:
+            loaded = replan_each_action(loaded)
+        return loaded
 
-        for new, name in ((_format, "format"), (_option, "option"), (_options, "options"), (_schema, "schema"),
-                          (_load, "load")):
-            new.__doc__ = originals[name].__doc__
-            setattr(cls, name, new)
-    _reads_routed = True
+    hooks = {"format": _format, "option": _option, "options": _options, "schema": _schema, "load": _load}
+    for name, new in hooks.items():
+        new.__doc__ = originals[name].__doc__
+    return hooks
