@@ -64,6 +64,8 @@ class FailoverDemo:
         self.sent = 0
         self.failed_sends = 0
         self.killed_nodes: list[int] = []
+        self.kills: dict[int, str] = {}  # batch id -> what was killed under it (the live table keeps those rows)
+        self._leader_kill = ""  # a leader killed: the next batch to end is the one that met the election
         self.query = None
         self._stop = threading.Event()
         self._restarting = threading.Lock()
@@ -161,6 +163,8 @@ class FailoverDemo:
             except Exception:
                 preferred[p] = None
         self._first = self._first or time.monotonic()
+        if self._leader_kill:
+            self.kills[batch_id], self._leader_kill = self._leader_kill, ""
         self.batches.append({"batch": batch_id, "seconds": round(time.monotonic() - began, 2), "tasks": tasks,
                              "preferred": preferred, "at": round(time.monotonic() - self._started, 1)})
         self._render()
@@ -202,6 +206,7 @@ class FailoverDemo:
                 if running:
                     try:
                         pid = cluster.kill_executor(executor_id=running[0])
+                        self.kills[batch_id] = f"executor {running[0]} killed"
                         self._event(f"batch {batch_id}: kill -9 executor {running[0]} (pid {pid}) while it runs "
                                     "a read task")
                     except LabError as exc:
@@ -219,6 +224,7 @@ class FailoverDemo:
         node = cluster.leader_of(self.topic, partition)
         cluster.kill_node(node)
         self.killed_nodes.append(node)
+        self._leader_kill = f"broker {node} (leader of p{partition}) killed"
         killed = time.monotonic()
         self._event(f"kill -9 broker {node}, leader of partition {partition}")
 
@@ -344,7 +350,10 @@ class FailoverDemo:
         """The live view: the last batches (which executor read each partition, attempts, duration) and events."""
         head = "".join(f"<th>p{p}</th>" for p in range(self.partitions))
         rows = []
-        for b in self.batches[-8:]:
+        for b in shown_batches(self.batches, self.kills):
+            if b is None:
+                rows.append(f"<tr><td colspan={self.partitions + 3} style='color:#999'>⋯</td></tr>")
+                continue
             cells = []
             for p in range(self.partitions):
                 mine = [t for t in b["tasks"] if t["partition"] == p]
@@ -359,7 +368,9 @@ class FailoverDemo:
                 colour = "#e8f5e9" if warm and home is not None else "#fff3e0"
                 cells.append(f"<td style='background:{colour}'>{text}<br><small>{mine[-1]['records']} rec, "
                              f"{mine[-1]['locality'].lower()}</small></td>")
-            rows.append(f"<tr><td>{b['batch']}</td><td>{b['at']} s</td><td><b>{b['seconds']} s</b></td>"
+            kill = self.kills.get(b["batch"])
+            mark = f"<br><b style='color:#c44e52'>⚡ {kill}</b>" if kill else ""
+            rows.append(f"<tr><td>{b['batch']}{mark}</td><td>{b['at']} s</td><td><b>{b['seconds']} s</b></td>"
                         + "".join(cells) + "</tr>")
         table = (f"<table style='border-collapse:collapse' border=1 cellpadding=4><tr><th>batch</th><th>at</th>"
                  f"<th>took</th>{head}</tr>{''.join(rows)}</table>")
@@ -373,6 +384,22 @@ class FailoverDemo:
                   "orange: read elsewhere</small>")
         events = "<br>".join(self.events[-6:])
         return f"{summary}{table}{legend}<p style='font-family:monospace'>{events}</p>"
+
+
+def shown_batches(batches: list[dict], kills: dict, last: int = 8) -> list:
+    """The live table's rows: the last `last` batches, and before them every batch something was killed under or
+    that retried a task (so the kill's batch never scrolls away); None marks batches left out between them."""
+    keep = {i for i, b in enumerate(batches) if b["batch"] in kills
+            or any(t.get("attempt") or t.get("status", "SUCCESS") != "SUCCESS" for t in b["tasks"])}
+    keep |= set(range(max(len(batches) - last, 0), len(batches)))
+    rows: list = []
+    for i in sorted(keep):
+        if rows and i - 1 not in keep:
+            rows.append(None)
+        elif not rows and i > 0:
+            rows.append(None)
+        rows.append(batches[i])
+    return rows
 
 
 def count(acked: set[int], delivered: list[int]) -> dict:

@@ -16,7 +16,7 @@ A slider moves a knob through `set()`, the same path as a script or a later cell
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from streamlab.demo import settings as _settings
@@ -54,7 +54,9 @@ class ControlPlan:
     a button of `burst` records), `knobs` adds sliders on the configuration's own `Knob`s, `script` moves knobs by
     itself (steps `(at, knob, value)`, `(at, rate)` or `(at, "burst", n)`, `at` in seconds after the first batch
     with data or, with `script_in="batches"`, in batches), and `script_until_touched` makes a person's first move
-    cancel the whole rest of the script (otherwise only its later moves of that knob)."""
+    cancel the whole rest of the script (otherwise only its later moves of that knob). `ranges` {knob: (lo, hi,
+    step)} narrows a slider to the values its demo is about, in the slider's unit (ms for the trigger): a cap
+    slider over 0-10,000 moves 60 records a pixel, too coarse to set "above 400"."""
 
     controls: tuple = ("rate", "cap")
     burst: int = 5_000
@@ -62,17 +64,34 @@ class ControlPlan:
     script: tuple = ()
     script_in: str = "seconds"
     script_until_touched: bool = False
+    ranges: dict = field(default_factory=dict)
 
     def __post_init__(self):
         unknown = [c for c in self.controls if c not in CONTROLS]
         if unknown:
             raise _settings.KnobError(f"unknown control {unknown[0]!r}; one of {', '.join(CONTROLS)}")
         self.controls = tuple(self.controls)
+        self.ranges = {knob: check_range(knob, span, self.controls) for knob, span in dict(self.ranges or {}).items()}
         self.burst = _settings.check_burst(self.burst)
         self.knobs = tuple(self.knobs)
         self.script = tuple(tuple(step) for step in self.script)
         if self.script_in not in SCRIPT_CLOCKS:
             raise _settings.KnobError(f"script_in must be one of {', '.join(SCRIPT_CLOCKS)}, got {self.script_in!r}")
+
+
+def check_range(knob: str, span, controls: tuple) -> tuple[int, int, int]:
+    """A slider's (lo, hi, step) for `knob`, one of the demo's controls: whole numbers, lo < hi, 0 < step <= hi - lo."""
+    if knob not in KNOBS or knob not in controls:
+        raise _settings.KnobError(f"ranges names {knob!r}, which is not one of this demo's sliders "
+                                  f"({', '.join(c for c in controls if c in KNOBS) or 'none'})")
+    try:
+        lo, hi, step = (int(v) for v in span)
+    except (TypeError, ValueError):
+        raise _settings.KnobError(f"the range of {knob} must be (lo, hi, step) in whole numbers, "
+                                  f"got {span!r}") from None
+    if not (lo < hi and 0 < step <= hi - lo):
+        raise _settings.KnobError(f"the range of {knob} must have lo < hi and a step from 1 to hi - lo, got {span!r}")
+    return lo, hi, step
 
 
 class Controls:
@@ -85,6 +104,7 @@ class Controls:
         self.knob_values = {k.name: k.value for k in plan.knobs}  # the configuration's knobs, as last moved
         self.script = list(plan.script)
         self.script_in, self.script_until_touched = plan.script_in, plan.script_until_touched
+        self.ranges = plan.ranges
         self.alert_text = ""
         self.live_controls = False  # whether the controls act while another cell runs (a kernel with subshells)
         self._pending_script = sorted(self.script, key=lambda step: step[0])
@@ -226,26 +246,39 @@ class Controls:
         import ipywidgets as W
 
         s = self._settings
+        spans = {"rate": (0, 5000, 50), "cap": (0, 10_000, 100), "trigger": (0, 5000, 250), "cost": (0, 5000, 100),
+                 "partitions": (1, 12, 1), "min_partitions": (0, 16, 1), "min_offsets": (0, 5_000, 100),
+                 "max_delay": (0, 10_000, 500), **self.ranges}
+
+        def knob_slider(knob: str, description: str, value: int):
+            lo, hi, step = spans[knob]
+            if knob in self.ranges and not lo <= value <= hi:
+                raise _settings.KnobError(f"{knob} starts at {value}, outside its slider's range {lo}..{hi}: "
+                                          "widen the range or start inside it")
+            return slider(description, value, lo, hi, step)
+
         if "rate" in self.controls:
             name = f"{self.label} (rec/s)" if self.sources else "producer rate (rec/s)"
-            self._sliders["rate"] = slider(name, s["rate"], 0, 5000, 50)
+            self._sliders["rate"] = knob_slider("rate", name, s["rate"])
             for topic, source in self.sources.items():
-                self._sliders[f"rate:{topic}"] = slider(f"{source.label or topic} (rec/s)", source.rate, 0, 5000, 50)
+                self._sliders[f"rate:{topic}"] = knob_slider("rate", f"{source.label or topic} (rec/s)", source.rate)
         if "cap" in self.controls:
-            self._sliders["cap"] = slider("maxOffsetsPerTrigger (0=none)", s["cap"] or 0, 0, 10_000, 100)
+            self._sliders["cap"] = knob_slider("cap", "maxOffsetsPerTrigger (0=none)", s["cap"] or 0)
         if "trigger" in self.controls:
-            self._sliders["trigger"] = slider("trigger interval (ms)", int(s["trigger_seconds"] * 1000), 0, 5000, 250)
+            self._sliders["trigger"] = knob_slider("trigger", "trigger interval (ms)", int(s["trigger_seconds"] * 1000))
         if "cost" in self.controls:
-            self._sliders["cost"] = slider("cost per record (µs)", int(s["cost_ms"] * 1000), 0, 5000, 100)
+            self._sliders["cost"] = knob_slider("cost", "cost per record (µs)", int(s["cost_ms"] * 1000))
         if "partitions" in self.controls:
-            self._sliders["partitions"] = slider("topic partitions", s["partitions"] or 1, 1, 12)
+            self._sliders["partitions"] = knob_slider("partitions", "topic partitions", s["partitions"] or 1)
         if "min_partitions" in self.controls:
-            self._sliders["min_partitions"] = slider("minPartitions (0 = unset)", s["min_partitions"], 0, 16)
+            self._sliders["min_partitions"] = knob_slider("min_partitions", "minPartitions (0 = unset)",
+                                                          s["min_partitions"])
         if "min_offsets" in self.controls:
-            self._sliders["min_offsets"] = slider("minOffsetsPerTrigger (0 = unset)", s["min_offsets"], 0, 5_000, 100)
+            self._sliders["min_offsets"] = knob_slider("min_offsets", "minOffsetsPerTrigger (0 = unset)",
+                                                       s["min_offsets"])
         if "max_delay" in self.controls:
-            self._sliders["max_delay"] = slider("maxTriggerDelay (ms, 0 = 15 min)", int(s["max_delay_seconds"] * 1000),
-                                                0, 10_000, 500)
+            self._sliders["max_delay"] = knob_slider("max_delay", "maxTriggerDelay (ms, 0 = 15 min)",
+                                                     int(s["max_delay_seconds"] * 1000))
         for knob in self.knobs.values():
             if knob.options:
                 self._sliders[knob.name] = W.SelectionSlider(

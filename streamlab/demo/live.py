@@ -126,7 +126,8 @@ class LiveDemo(Controls, LiveLoop):
       all of them as one `settings=StreamSettings(...)`;
     - what may move (`ControlPlan`, controls.py): `controls` (which of "rate", "cap", "trigger", "cost",
       "partitions", "min_partitions", "min_offsets", "max_delay" get a slider, "burst" a button of `burst`
-      records), `knobs` (sliders on the configuration's own `Knob`s), `script`, `script_in`, `script_until_touched`;
+      records), `ranges` ({knob: (lo, hi, step)} of a slider), `knobs` (sliders on the configuration's own
+      `Knob`s), `script`, `script_in`, `script_until_touched`;
     - what runs and when it ends (`RunPlan`, loop.py): `duration` (s after the first batch with data; +30 s per
       click), `starting_offsets`, `stop_after_script`, `stop_when_caught_up`, `bootstrap`, `sources`, `value_fn`,
       `key_fn`, `label`, `on_batch`, `restart_on`, `drain`;
@@ -150,6 +151,10 @@ class LiveDemo(Controls, LiveLoop):
         self.status, self.show_offsets = chart.status, chart.show_offsets
         self.query = _QueryHandle(self)
         self._check_script()  # needs every part: a step may move a source's rate or the configuration's own knob
+        for knob, (lo, hi, _) in self.ranges.items():  # a slider must be able to show the value it starts at
+            if knob != "partitions" and not lo <= self._shown(knob) <= hi:
+                raise KnobError(f"{knob} starts at {self._shown(knob)}, outside its slider's range {lo}..{hi}: "
+                                "widen the range or start inside it")
 
     __init__.__signature__ = _signature()
 
@@ -333,6 +338,15 @@ class LiveDemo(Controls, LiveLoop):
                 f"batches {len(self.history)} · {batch} · lag {sample['lag']} ({parts}){extra}"
                 + (f" · {left:.0f} s left" if left is not None and not self.ended else ""))
 
+    def readout_html(self, now: float, ended: bool = False) -> str:
+        """The readout as the browser shows it: its parts, each kept whole, wrapping between parts (at " · ") on a
+        narrow page, never inside one; its text is the same line as `readout()` (the browser tests read it)."""
+        import html
+
+        parts = self.readout(now).split(" · ") + (["ended"] if ended else [])
+        spans = " · ".join(f'<span style="white-space:nowrap">{html.escape(part)}</span>' for part in parts)
+        return f'<code style="white-space:normal;line-height:1.6">{spans}</code>'
+
     def offsets_text(self) -> str:
         """The last planned batch's offset ranges, as its `offsets/N` file and the one before it give them:
         "offsets/N: p0 120→220 (100) · p1 …"."""
@@ -367,7 +381,7 @@ class LiveDemo(Controls, LiveLoop):
             parts.append(f"maxTriggerDelay {s['max_delay_seconds']:g} s" if s["max_delay_seconds"]
                          else "maxTriggerDelay 15 min")
         parts += [f"{k.label.split(' (')[0]} {self.knob_values[k.name]}" for k in self.knobs.values()]
-        wanted = {**self._wanted}
+        wanted = {**self._restarting, **self._wanted}
         if wanted:  # moved, in force at the restart that is under way
             parts.append("restarting with " + ", ".join(_settings.knob_text(k, v) for k, v in wanted.items()))
         return " · ".join(parts)

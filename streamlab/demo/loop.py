@@ -26,6 +26,9 @@ DRAW_SHARE = 1 / 3  # ...and for at most a third of the time: a PNG costs 0.15-0
 REDRAW_AT_MOST_S = 2.0  # ...but never less often than this (a kernel's first draw also imports matplotlib)
 BROKER_PROBE_S = 2.0  # how often the loop asks whether the broker still answers
 BROKER_MISSES = 2  # failed probes in a row that end the demo (the first batch of a loaded machine can be slow)
+STOP_IDLE_WAIT_S = 10.0  # the demo's end waits this long at most for the query to be between batches...
+RESTART_IDLE_WAIT_S = 1.0  # ...a knob's restart only this long: batches longer than the trigger are never between
+# batches, and a learner who typed a trigger must see it applied now, not 10 s later (the batch cut is replayed)
 
 
 STARTING_OFFSETS = ("latest", "earliest")
@@ -36,6 +39,17 @@ def redraw_interval(draw_seconds: float) -> float:
     (a loaded machine, a hub of many learners) so that it takes at most DRAW_SHARE of the time, up to a redraw
     every REDRAW_AT_MOST_S."""
     return min(REDRAW_AT_MOST_S, max(REDRAW_EVERY_S, draw_seconds / DRAW_SHARE))
+
+
+def _slider_value(knob: str, value) -> int:
+    """What a slider of `knob` shows for `value` (the trigger and cost in thousandths, no cap as 0)."""
+    return int({"trigger": value * 1000, "cost": value * 1000, "cap": value or 0}.get(knob, value))
+
+
+def _fits(widget, shown: int) -> bool:
+    """Whether `widget` can show `shown` (a slider clamps a value outside its range: the script then sets the knob
+    itself, and the slider shows its nearest end)."""
+    return widget.min <= shown <= widget.max
 
 
 @dataclass
@@ -123,6 +137,7 @@ class LiveLoop:
         self._done = threading.Event()
         self._wake = threading.Event()
         self._pending_restart: list[str] = []
+        self._restarting: dict = {}  # the knobs a restart under way applies (the readout names them)
         self._run = 0
         self._run_stop = threading.Event()
         self._tasks: dict = {}  # (run, batch id) -> tasks, written by foreachBatch
@@ -183,14 +198,22 @@ class LiveLoop:
             writer = writer.trigger(processingTime=f"{s['trigger_seconds']} seconds")
         return writer.start()
 
-    def _stop_query(self) -> None:
+    def _stop_query(self, idle_wait: float = STOP_IDLE_WAIT_S) -> None:
+        """Stop the running query, between batches if it gets there within `idle_wait` s (a batch cut mid-write
+        logs alarming traces), else at once: Spark replays the cut batch, its `offsets/N` without `commits/N`, when
+        the query restarts. Meanwhile the poller's work goes on: batches collected, the readout kept live."""
         query = self._query
         if query is None:
             return
-        self._run_stop.set()
-        deadline = time.monotonic() + 10  # stop between batches: a batch cut mid-write logs alarming traces
+        self._run_stop.set()  # the simulated work of the running batch ends at once
+        deadline = time.monotonic() + idle_wait
+        shown = time.monotonic()
         try:
             while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+                if time.monotonic() - shown >= 0.25:
+                    self._collect(query)
+                    self._show_readout(self.now())
+                    shown = time.monotonic()
                 time.sleep(0.02)
             self._collect(query)  # the last batches of this run
         finally:
@@ -200,15 +223,25 @@ class LiveLoop:
         with self._lock:
             knobs, self._pending_restart = self._pending_restart, []
             wanted, self._wanted = self._wanted, {}
+            self._restarting = dict(wanted)  # the readout says "restarting with …" until the new query runs
         if not knobs:
             return
-        self._stop_query()
-        before = self.settings
-        for key, value in wanted.items():
-            self._settings[key] = value  # checked by set()
-        changed = [_knob_text(k, self._settings[k]) for k in wanted if self._settings[k] != before[k]]
-        changed += [f"{self.knobs[k].label} {self.knob_values[k]}" for k in dict.fromkeys(knobs) if k in self.knobs]
-        self._relaunch("restart: " + (", ".join(changed) or "same settings"))
+        try:
+            self._show_readout(self.now())
+            self._stop_query(idle_wait=RESTART_IDLE_WAIT_S)
+            before = self.settings
+            for key, value in wanted.items():
+                self._settings[key] = value  # checked by set()
+            changed = [_knob_text(k, self._settings[k]) for k in wanted if self._settings[k] != before[k]]
+            changed += [f"{self.knobs[k].label} {self.knob_values[k]}" for k in dict.fromkeys(knobs) if k in self.knobs]
+            self._relaunch("restart: " + (", ".join(changed) or "same settings"))
+        finally:
+            self._restarting = {}
+
+    def _show_readout(self, now: float, ended: bool | None = None) -> None:
+        """The readout under the controls, from any thread (a widget's value reaches the browser from any)."""
+        if self._widgets_made:
+            self._readout.value = self.readout_html(now, self.ended if ended is None else ended)
 
     def _relaunch(self, label: str) -> None:
         """Start the query again on the same checkpoint, as a new run, marked `label` on the chart."""
@@ -345,9 +378,9 @@ class LiveLoop:
                     self.marks.append((now, f"{name} {value}" if knob != "rate" else f"{int(value)}/s"))
                     if knob in self.knobs and knob in self._sliders:
                         self._sliders[knob].value = value
-                    elif knob in self._sliders:  # the same path as a move in the browser, and the browser shows it
-                        shown = {"trigger": value * 1000, "cost": value * 1000, "cap": value or 0}.get(knob, value)
-                        self._sliders[knob].value = int(shown)
+                    elif knob in self._sliders and _fits(self._sliders[knob], _slider_value(knob, value)):
+                        # the same path as a move in the browser, and the browser shows it
+                        self._sliders[knob].value = _slider_value(knob, value)
                     else:
                         self.set(knob, value)
             finally:
@@ -432,7 +465,7 @@ class LiveLoop:
             lag = self._sample(now)
             if not self._query.isActive:
                 continue  # failed while we looked: restart it (or end) before the next poll
-            self._readout.value = f"<code>{self.readout(now)}</code>"
+            self._show_readout(now)
             # under the grader nobody watches: the chart is drawn once, when the demo ends (a quarter of its CPU)
             if time.monotonic() - self._last_draw >= self._draw_every and os.environ.get("STREAMLAB_GRADING") != "1":
                 began = time.monotonic()
@@ -470,7 +503,7 @@ class LiveLoop:
         else:
             self._stop_everything()
         if self._widgets_made:
-            self._readout.value = f"<code>{self.readout(self.now())} · ended</code>"
+            self._show_readout(self.now(), ended=True)
             try:
                 self._image.value = self.png()
             except Exception:  # noqa: BLE001 - the interpreter is shutting down: the last picture stays
@@ -481,7 +514,7 @@ class LiveLoop:
         the cell's thread on ■, while the poller may still be inside a client call)."""
         if self._widgets_made:
             self._sync_controls(disable=True)
-            self._readout.value = f"<code>{self.readout(self.now())} · ended</code>"
+            self._show_readout(self.now(), ended=True)
 
     def _stop_everything(self) -> None:
         """Stop the query (after the drain, if asked), the producers and the consumer; never raises."""

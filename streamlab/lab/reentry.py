@@ -9,7 +9,12 @@ or checkpoint (directly, inside a list or dict, as an attribute of a lab object,
 notebook that reads such a global), the cell is replaced by one line naming the name and the fix — run the cells
 from the one that makes it. Cells that make their names again run as written.
 
-Nothing here runs in the grader (it never calls cleanup() before the end) or outside IPython.
+A kernel restart is the other way back: the notebook's names are gone, and a later cell would raise a
+`NameError` traceback. `needs_setup(*names)`, the first line of a section's first cell, says instead in one line
+which names are missing and to run the cells from Setup down to this one again.
+
+Nothing here runs in the grader (it never calls cleanup() before the end, and runs every cell in order) or outside
+IPython.
 """
 from __future__ import annotations
 
@@ -29,6 +34,28 @@ def forget(topics, folders) -> None:
     _gone_folders.extend(str(f) for f in folders if str(f) not in _gone_folders)
     if _gone_topics or _gone_folders:
         _install()
+
+
+def needs_setup(*names: str, section: str = "Setup") -> None:
+    """Stop a cell, with one line, when the notebook's `names` (and `spark`) are not defined in this kernel: it was
+    restarted, or the cells above have not run. Nothing to do when they are (Run All, the grader)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None:
+        return None
+    missing = [name for name in dict.fromkeys(("spark", *names)) if name not in shell.user_ns]
+    if not missing:
+        return None
+    from streamlab.errors import LabError, install_notebook_handler
+
+    install_notebook_handler()  # a fresh kernel: the line is shown without a traceback
+    listed = ", ".join(f"`{name}`" for name in missing)
+    raise LabError(f"{listed} {'is' if len(missing) == 1 else 'are'} not defined: the kernel was restarted, or the "
+                   f"cells above have not run. Run the cells from “{section}” down to this one again "
+                   "(Run ▸ Run All Above Selected Cell, then this one).")
 
 
 def remove_recreated() -> int:
