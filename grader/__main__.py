@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"left out {gone}")
             print(f"wrote {args.out.resolve()} (learners: make lab; see NO-SOLUTIONS.md)")
         elif args.command == "audit":
-            from .audit import audit_assignments
+            from .cohort import audit_assignments
 
             return audit_assignments(args.assignments, args.source.resolve(), args.timeout)
         elif args.command == "progress":

@@ -1,4 +1,8 @@
-"""`python -m grader grade SUBMISSIONS_DIR`: autograde a cohort, two notebooks at a time, into CSV and HTML."""
+"""The grader's commands over many notebooks, built on grading.grade_notebook.
+
+`python -m grader grade SUBMISSIONS_DIR`: autograde a cohort, two notebooks at a time, into CSV and HTML.
+`python -m grader audit`: grade each solution with the audit's cheats (audit.py) and say which earned a point.
+"""
 from __future__ import annotations
 
 import csv
@@ -192,3 +196,26 @@ def make_samples(out: Path = SAMPLES, source: Path = SOURCE, assignment: str = "
             nbformat.write(nb, path)
             written.append(path)
     return written
+
+
+def audit_assignments(ids: list[str], source, timeout: int | None = None) -> int:
+    """`grader audit`: grade each solution with the cheats and print what each tried; 1 if any cheat scored."""
+    from .audit import audit_points
+
+    failed = 0
+    for aid in ids or assignments(source):
+        print(f"auditing {aid}: its solution, each test cell judged again with wrong answers …", flush=True)
+        result = grade_notebook(source / aid / f"{aid}.ipynb", aid, "solution", source, timeout, audit=True)
+        lost = [f"{e.grade_id} {e.points:g}/{e.max_points:g}" for e in result.exercises if e.status != "passed"]
+        unaudited = [e.grade_id for e in result.exercises if not result.audit.get(e.grade_id)]
+        scored = audit_points(result.audit)
+        for gid, tried in result.audit.items():
+            print(f"  {gid:34} " + ", ".join(f"{kind} {points:g}" if points is not None else kind
+                                              for kind, points in tried))
+        problems = ([f"the solution itself loses points: {', '.join(lost)}"] if lost else []) + (
+            [f"not audited (no answer it could swap): {', '.join(unaudited)}"] if unaudited else []) + scored
+        print("\n".join(f"  ✗ {p}" for p in problems) if problems else
+              f"  ✓ no wrong, constant or random answer earns a point ({sum(map(len, result.audit.values()))} tried, "
+              f"{result.seconds:.0f} s)")
+        failed += bool(problems)
+    return 1 if failed else 0

@@ -1,0 +1,167 @@
+"""The layers of streamlab/ and grader/, read from their import graph (ast only: nothing is imported or run).
+
+An import at a module's top level and one inside a function are kept apart: the first runs when the module is
+imported, the second only when that function is called (the lab defers heavy or circular imports that way), but
+both are a dependency the reader of the code has to follow. A circle is a strongly connected set of modules.
+
+`python tests/unit/test_layers.py [ROOT]` prints the circles of both graphs and each module's size.
+"""
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("streamlab", "grader")
+
+
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every module of the packages, by dotted name (a package by its own name, for its __init__.py)."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _in_function(node: ast.AST, parents: dict) -> bool:
+    while node in parents:
+        node = parents[node]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            return True
+    return False
+
+
+def imports(root: Path = ROOT) -> dict[str, dict[str, set[str]]]:
+    """{module: {"top": modules it imports at import time, "local": those it imports inside a function}}, ours only."""
+    known = modules(root)
+    graph = {}
+    for name, path in known.items():
+        tree = ast.parse(path.read_text())
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = {"top": set(), "local": set()}
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+            for target in targets:
+                while target and target not in known:  # `import streamlab.lab.broker as b`, `from a.b import name`
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    edges["local" if _in_function(node, parents) else "top"].add(target)
+        graph[name] = edges
+    return graph
+
+
+def circles(graph: dict[str, dict[str, set[str]]], kinds=("top", "local")) -> list[list[str]]:
+    """The import circles (strongly connected sets of two or more modules) over the edges of `kinds`, sorted."""
+    edges = {m: set().union(*(graph[m][k] for k in kinds)) for m in graph}
+    index, low, stack, on_stack, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):  # Tarjan's algorithm
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def under(graph, prefix: str, kinds=("top", "local")) -> dict[str, set[str]]:
+    """What each module under `prefix` imports, over the edges of `kinds`."""
+    return {m: set().union(*(graph[m][k] for k in kinds)) for m in graph if m == prefix or m.startswith(prefix + ".")}
+
+
+def reaching(graph, source: str, target: str, kinds=("top", "local")) -> list[str]:
+    """'a -> b' for every import from a module under `source` to one under `target`."""
+    return sorted(f"{m} -> {t}" for m, targets in under(graph, source, kinds).items()
+                  for t in targets if t == target or t.startswith(target + "."))
+
+
+GRAPH = imports()
+
+
+def test_the_graph_sees_the_imports_it_should():
+    """The walk itself: a top-level, a function-level and a relative import of known modules."""
+    assert "streamlab.lab.broker" in GRAPH["streamlab.lab.topics"]["top"]
+    assert "streamlab.lab.session" in GRAPH["streamlab.lab.broker"]["local"]
+    assert "grader.runner" in GRAPH["grader.grading"]["top"]  # `from .runner import …`
+    assert circles({"a": {"top": {"b"}, "local": set()}, "b": {"top": set(), "local": {"a"}},
+                    "c": {"top": {"a"}, "local": set()}}) == [["a", "b"]]
+
+
+def test_no_module_imports_in_a_circle_at_import_time():
+    """A circle of top-level imports fails at import, in an order that depends on which module came first."""
+    assert circles(GRAPH, ("top",)) == []
+
+
+def test_the_notebook_runtime_does_not_import_the_grader():
+    """The lab, observation, delivery and the offline engine run in every learner's kernel: no grader in them."""
+    for package in ("streamlab.lab", "streamlab.observe", "streamlab.delivery", "streamlab.offline",
+                    "streamlab.rates", "streamlab.lakehouse"):
+        assert not reaching(GRAPH, package, "grader"), reaching(GRAPH, package, "grader")
+
+
+def test_the_offline_engine_imports_only_itself_and_the_base_modules():
+    """Spark's connector re-done stands alone (the differential tests judge it against the real one)."""
+    outside = [edge for edge in reaching(GRAPH, "streamlab.offline", "streamlab")
+               if not edge.split(" -> ")[1].startswith(("streamlab.offline", "streamlab.patches", "streamlab.errors"))]
+    assert not outside, outside
+
+
+def test_the_lab_does_not_import_what_is_built_on_it():
+    """observe, demo, delivery, rates and the workshop use the lab; the lab uses none of them. (The lakehouse is
+    not in the list: the session applies lakehouse.tables.LAB_CONF, Delta's settings, where it is made.)"""
+    for upper in ("streamlab.observe", "streamlab.demo", "streamlab.delivery", "streamlab.rates",
+                  "streamlab.workshop"):
+        assert not reaching(GRAPH, "streamlab.lab", upper), reaching(GRAPH, "streamlab.lab", upper)
+
+
+def test_the_grader_has_no_import_circle():
+    """audit, grading, runner and worker each have one place in the grading pipeline."""
+    inside = [c for c in circles(GRAPH) if any(m.startswith("grader") for m in c)]
+    assert inside == [], inside
+
+
+def report(root: Path = ROOT) -> str:
+    graph = GRAPH if root == ROOT else imports(root)
+    lines = [f"circles, top-level imports: {circles(graph, ('top',)) or 'none'}", "circles, all imports:"]
+    lines += [f"  {len(c)}: {' '.join(c)}" for c in circles(graph)] or ["  none"]
+    lines.append("lines per module:")
+    lines += [f"  {len(path.read_text().splitlines()):5d} {name}" for name, path in modules(root).items()]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report(Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else ROOT))
