@@ -29,8 +29,10 @@ def register(session) -> None:
 
 def install(session) -> None:
     """Register the offline Kafka data source on `session` and route format("kafka") to it."""
+    from streamlab import patches
+
     register(session)
-    _route_kafka_format()
+    patches.install("offline-kafka-format")
 
 
 def serves(name) -> bool:

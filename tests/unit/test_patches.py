@@ -146,3 +146,26 @@ def test_uninstalling_one_patch_keeps_the_ones_stacked_on_it(clean):
     assert DataFrameWriter.save is clean[("pyspark.sql.readwriter", "DataFrameWriter", "save")]
     with pytest.raises(KeyError, match="no such patch: nope"):
         patches.uninstall("nope")
+
+
+def test_the_old_entry_points_install_their_patches(clean, monkeypatch, tmp_path):
+    """What the lab calls (setup's watch, a session's engine, a workshop's kernel) installs through the layer."""
+    from types import SimpleNamespace
+
+    from streamlab import offline
+    from streamlab.lab import access, lifecycle
+
+    options = tmp_path / "kafka.properties"
+    options.write_text("kafka.security.protocol=SASL_PLAINTEXT\nkafka.sasl.mechanism=SCRAM-SHA-512\n")
+    monkeypatch.setenv("STREAMLAB_KAFKA_OPTIONS", str(options))
+    monkeypatch.setenv("STREAMLAB_TOPIC_PREFIX", "ada-")
+    access.install_spark()
+    access.install_clients()
+    lifecycle._guard_queries()
+    session = SimpleNamespace(dataSource=SimpleNamespace(register=lambda source: None),
+                              conf=SimpleNamespace(set=lambda key, value: None))
+    offline.install(session)
+    assert sorted(patches.installed()) == sorted(patches.PATCHES)
+    from kafka import KafkaProducer
+
+    assert KafkaProducer.DEFAULT_CONFIG["security_protocol"] == "SASL_PLAINTEXT"
