@@ -261,6 +261,18 @@ def seed_for(student: str, aid: str, seed: int | None) -> int:
     return stored_seed(aid) if student == DEFAULT_STUDENT else student_seed(student, aid)
 
 
+def quiz_rounds_graded(student: str, aid: str, original) -> dict[str, str]:
+    """The quiz as graded, for the run's environment (streamlab.course.quiz): the questions whose options the notebook
+    shows in each learner's order, and the rounds: a self-paced learner's from her record (the options and numbers
+    her notebook showed); a cohort's are round 0, what a hub's notebooks show."""
+    from streamlab.course.quiz import ROUNDS_ENV, SHUFFLED_ENV, recorded_rounds
+
+    from .lint import written_options
+
+    rounds = recorded_rounds(aid) if student == DEFAULT_STUDENT else {}
+    return {ROUNDS_ENV: json.dumps(rounds), SHUFFLED_ENV: ",".join(f"q{n}" for n in sorted(written_options(original)))}
+
+
 def _variant_worked_on(submitted) -> int | None:
     """The variant the setup cell's saved output shows (what the learner's numbers came from)."""
     for cell in submitted.cells:
@@ -403,7 +415,8 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
             watch = Heartbeat(Path(work), bootstrap, limit, say=_say if progress else None)
             try:
                 with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1", KAFKA_BOOTSTRAP=bootstrap,
-                            STREAMLAB_SEED=str(seed), STREAMLAB_ASSIGNMENT=aid, **private), \
+                            STREAMLAB_SEED=str(seed), STREAMLAB_ASSIGNMENT=aid,
+                            **quiz_rounds_graded(student, aid, original), **private), \
                         stderr_to(root / "kernel.log"), watch:
                     if box is None:
                         preload()  # the code files could change while learner code runs: import what checks use now
@@ -605,8 +618,9 @@ def check(path: str | Path, assignment_id: str | None = None, timeout: int | Non
     folder = Path(results) if results else feedback_folder(path, aid)
     result = grade_notebook(path, assignment_id, DEFAULT_STUDENT, source, timeout, feedback_dir=folder, seed=seed,
                             progress=True)
-    from .progress import record
+    from .progress import record, record_quiz
 
     record(result)  # the learner's progress table (grader/progress.py)
+    record_quiz(result)  # first and best quiz marks; a wrong answer's question comes back in a new round
     return result
 

@@ -181,7 +181,8 @@ def main(update: bool = False, source: Path = SOURCE) -> int:
 QUESTION = re.compile(r"\*\*Q(\d+)\.?\*\*")
 OPTION = re.compile(r"^\s*(?:[-*]\s*)?\(?([a-e])\)\s+(.+?)\s*$", re.M)
 KEY = re.compile(r"quiz\.reveal\(\s*q(\d+)\s*,\s*[\"']([a-e])[\"']")
-ANSWER = re.compile(r"### BEGIN SOLUTION\s*q(\d+)\s*=\s*[\"']([a-e])[\"']")
+ANSWER = re.compile(r"### BEGIN SOLUTION\s*q(\d+)\s*=\s*(?:quiz\.seen\(\s*[\"']q\d+[\"']\s*,\s*)?[\"']([a-e])[\"']")
+
 STRATEGIES = ("longest", "most code", "best single letter")
 
 
@@ -200,16 +201,33 @@ def lettered(nb, pattern: re.Pattern = KEY) -> dict[int, str]:
     return {int(n): k for cell in nb.cells if cell.cell_type == "code" for n, k in pattern.findall(cell.source)}
 
 
+def written_options(nb) -> dict[int, dict[str, str]]:
+    """{question number: {letter: option}} in the notebook's own order, from the cells that show them
+    (streamlab.course.quiz.options; each learner sees them reordered by her seed)."""
+    import ast
+
+    found = {}
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "quiz.options(" not in cell.source:
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "quiz.options" and len(node.args) == 2:
+                name, listed = ast.literal_eval(node.args[0]), ast.literal_eval(node.args[1])
+                found[int(name.lstrip("q"))] = dict(zip("abcde", listed))
+    return found
+
+
 def notebook_questions(aid: str, nb) -> list[Asked]:
-    """The lettered questions of a notebook's quiz whose key a hidden test reveals."""
-    keys = lettered(nb)
+    """The lettered questions of a notebook's quiz whose key a hidden test reveals, their options in the notebook's
+    order (a cell's quiz.options, or lettered lines of the question's markdown)."""
+    keys, written = lettered(nb), written_options(nb)
     found = []
     for cell in nb.cells:
         if cell.cell_type != "markdown":
             continue
         parts = QUESTION.split(cell.source)
         for number, body in zip(parts[1::2], parts[2::2]):
-            options = {letter: text for letter, text in OPTION.findall(body)}
+            options = written.get(int(number)) or {letter: text for letter, text in OPTION.findall(body)}
             if int(number) in keys and len(options) >= 3:
                 found.append(Asked(f"{aid} Q{number}", options, keys[int(number)]))
     return found

@@ -5,11 +5,14 @@ one table for the team without running a hub. Every `check` (the Check my work b
 check`) records its score here, in `$STREAMLAB_HOME/progress.json` (default `.streamlab/`); `python -m grader
 progress` and the home notebook (START-HERE) print the table; `--export` writes it as one file a learner hands in,
 and `--team FOLDER` reads a folder of those files as one table. Nothing is sent anywhere.
+The quizzes' first-attempt and best marks come from the quiz record beside it ($STREAMLAB_HOME/quiz.json,
+streamlab.course.quiz), which each check updates too.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -51,6 +54,32 @@ def record(result) -> None:
         pass  # a read-only home: the score is still on screen and in feedback/
 
 
+QUIZ_LINE = re.compile(r"(?:^|\| )[✓✗] (q\d+): (right|your answer .*? is not right)\. Why: ")
+
+
+def quiz_marks(result) -> dict[str, bool]:
+    """{question: right} of the quiz answers a check graded and explained (unanswered ones are not in it)."""
+    marks = {}
+    for exercise in getattr(result, "exercises", []):
+        for question, verdict in QUIZ_LINE.findall(exercise.hint or ""):
+            marks[question] = verdict == "right"
+    return marks
+
+
+def record_quiz(result) -> list[str]:
+    """Keep a finished check's quiz marks in the learner's record (streamlab.course.quiz: first attempt and best);
+    the questions answered wrongly come back in their next round, which a note under the table says."""
+    from streamlab.course.quiz import record_check
+
+    marks = quiz_marks(result) if getattr(result, "graded", False) else {}
+    moved = record_check(result.assignment, marks) if marks else []
+    if moved:
+        result.notes.append(f"{', '.join(moved)}: your answer was not right, and the explanation above gives the "
+                            "right one away; so for your next try the question comes back with its options reshuffled "
+                            "(and new numbers): run its cells again and answer from what they show")
+    return moved
+
+
 def _score(entry: dict | None) -> str:
     if not entry:
         return "not checked yet"
@@ -70,10 +99,21 @@ def table(modules: dict[str, dict] | None = None) -> str:
     done = sum(1 for aid in ids if modules.get(aid) and modules[aid]["score"] >= modules[aid]["max_score"])
     rows.append(f"{done} of {len(ids)} modules complete" + ("" if modules else
                 "; press Check my work in a module (or run python -m grader check) to record its score"))
+    rows += quiz_lines(ids)
     from streamlab.course.mock import progress_lines
 
     rows += ["", *progress_lines()]  # the mock interviews and design rounds, per topic
     return "\n".join(rows)
+
+
+def quiz_lines(ids: list[str]) -> list[str]:
+    """Per module with a quiz record: right at the first attempt (the first check that graded each answer) and at
+    best, from $STREAMLAB_HOME/quiz.json."""
+    from streamlab.course.quiz import load_record, summary
+
+    record = load_record()
+    lines = [f"{aid:<24}{line}" for aid in ids for line in [summary(aid, record)] if line]
+    return ["", "quizzes (first attempt / best):", *lines] if lines else []
 
 
 def show() -> None:

@@ -1,14 +1,180 @@
 """Quiz questions whose graded answer is a plain variable; the grader's hidden reveal() holds the key.
 
+Options shuffled per learner: `options("q3", [...])` shows a question's options in an order drawn from the
+learner's variant seed (streamlab.course.variants), lettered a, b, c, … as she sees them. She answers with the letter
+she sees; reveal() maps it through the same seed to the option written first, second, … in the notebook (the
+canonical order, in which the hidden test's key is written), so "Q3 is b" passed from one learner to another is
+worth a guess, while the right option earns the point under every seed. A solution answers with `seen("q3", "d")`.
+
+Feedback that teaches without becoming an answer key: Check my work shows every answer's explanation, and a wrong
+answer's explanation names the right option. So each wrong answer moves its question to its next round: its options
+are reshuffled and its numbers (draws named `qN…`) drawn anew for the next try. The learner's record,
+`$STREAMLAB_HOME/quiz.json`, keeps per question its round, the first attempt's mark (the first Check my work in which
+she answered it) and the best mark; `python -m grader progress` shows both. Only `grader check` (the learner's own
+Check my work) reads and writes it; a cohort's grading uses round 0, which is what a hub's learners see (their copy
+has no hidden tests, so no explanation moved a round).
+
 And `self_check`: the ungraded "Check yourself" questions after a section, which answer at once with their
 explanation while the idea is fresh (the graded quiz stays for Check my work)."""
 from __future__ import annotations
 
+import json
+import os
+import string
+import time
+from pathlib import Path
+
 from streamlab.course.checks import FAIL, FORM, PASS, expect, judging, report
+
+ROUNDS_ENV = "STREAMLAB_QUIZ_ROUNDS"  # the grader sets it ({question: round}) for the run it grades
+SHUFFLED_ENV = "STREAMLAB_QUIZ_SHUFFLED"  # and this: the questions the notebook shows with options(), comma-separated
+LETTERS = string.ascii_lowercase
+_choices: dict[str, str] = {}  # {question: its letters}, from check_format, for the reveal() of the same test cell
+
+
+# -- the learner's record: rounds, first and best marks --------------------------------------------------------------
+
+def record_file() -> Path:
+    """Where this learner's quiz record is kept ($STREAMLAB_HOME/quiz.json)."""
+    from streamlab.lab.jars import state_dir
+
+    return state_dir() / "quiz.json"
+
+
+def load_record(path: Path | None = None) -> dict[str, dict]:
+    """{assignment: {question: {round, first, best, checks}}} (empty when there is none or it cannot be read)."""
+    try:
+        data = json.loads((path or record_file()).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    found = data.get("assignments") if isinstance(data, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def rounds(assignment: str) -> dict[str, int]:
+    """{question: round} of an assignment: what the grader passed ($STREAMLAB_QUIZ_ROUNDS), else the record's."""
+    raw = os.environ.get(ROUNDS_ENV)
+    if raw is not None:
+        try:
+            given = json.loads(raw or "{}")
+        except ValueError:
+            given = {}
+        return {str(q): int(r) for q, r in given.items()} if isinstance(given, dict) else {}
+    return recorded_rounds(assignment)
+
+
+def recorded_rounds(assignment: str, path: Path | None = None) -> dict[str, int]:
+    """{question: round} of an assignment in the learner's record (the questions never answered wrongly: none)."""
+    entries = load_record(path).get(assignment, {})
+    return {q: int(e.get("round", 0)) for q, e in entries.items() if isinstance(e, dict) and e.get("round")}
+
+
+def record_check(assignment: str, marks: dict[str, bool], path: Path | None = None) -> list[str]:
+    """Keep one Check my work's quiz marks ({question: right}, the questions it answered and explained): the first
+    mark stays, the best is kept, and each wrong answer moves its question to its next round. Returns those
+    questions (empty when the record cannot be written: a read-only home keeps the rounds as they were)."""
+    path = path or record_file()
+    data = load_record(path)
+    entries = data.setdefault(assignment, {})
+    moved = []
+    for question, right in sorted(marks.items()):
+        entry = entries.setdefault(question, {"round": 0, "first": int(right), "best": 0, "checks": 0})
+        entry["best"] = max(int(entry.get("best", 0)), int(right))
+        entry["checks"] = int(entry.get("checks", 0)) + 1
+        if not right:
+            entry["round"] = int(entry.get("round", 0)) + 1
+            moved.append(question)
+    when = time.strftime("%Y-%m-%d %H:%M")
+    for question in marks:
+        entries[question]["checked"] = when
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_suffix(".tmp")
+        temp.write_text(json.dumps({"assignments": data}, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(temp, path)
+    except OSError:
+        return []
+    return moved
+
+
+def summary(assignment: str, record: dict | None = None) -> str | None:
+    """One line for an assignment's quiz: right at the first attempt and at best, of the questions answered."""
+    entries = (load_record() if record is None else record).get(assignment) or {}
+    if not entries:
+        return None
+    first = sum(int(e.get("first", 0)) for e in entries.values())
+    best = sum(int(e.get("best", 0)) for e in entries.values())
+    return f"quiz: {first} of {len(entries)} right at the first attempt, {best} at best"
+
+
+# -- options in the learner's order ------------------------------------------------------------------------------------
+
+def order(name: str, count: int, drawn=None) -> list[int]:
+    """The learner's order of a question's options: position i shows the option written i-th in the notebook
+    at order[i]. `drawn`: a Variant (default: the running notebook's, in the question's round)."""
+    from streamlab.course.variants import variant
+
+    drawn = drawn or variant()
+    return drawn.sample(f"{name}.options", range(count), count)
+
+
+def canonical(name: str, letter: str, choices: str = "abcd", drawn=None) -> str:
+    """The notebook's letter of the option the learner sees as `letter`."""
+    return LETTERS[order(name, len(choices), drawn)[choices.index(letter)]]
+
+
+def seen(name: str, key: str, choices: str = "abcd", drawn=None) -> str:
+    """The letter under which the learner sees the notebook's option `key` (a solution's answer)."""
+    return choices[order(name, len(choices), drawn).index(LETTERS.index(key))]
+
+
+def options(name: str, texts: list[str]) -> None:
+    """Show a question's options in the learner's order, lettered as she answers (the notebook writes them in its
+    own order, the hidden test's key in that order's letters)."""
+    from streamlab.course.variants import variant
+
+    drawn = variant()  # its draw records the round shown (variants.drawn_rounds), for check_format
+    shown = [texts[i] for i in order(name, len(texts), drawn)]
+    turn = drawn.round_of(f"{name}.options")
+    lines = [f"- {letter}) {text}" for letter, text in zip(LETTERS, shown)]
+    if turn:
+        lines.append(f"\n*Reshuffled (try {turn + 1}): Check my work explained your earlier answer.*")
+    _choices[name] = LETTERS[:len(texts)]
+    try:
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+
+        if get_ipython() is not None:
+            display(Markdown("\n".join(lines)))
+            return
+    except ImportError:
+        pass
+    print("\n".join(lines))
+
+
+def shuffled(name: str) -> bool:
+    """Whether the learner saw this question's options in her own order: the grader names those questions (a
+    notebook whose options are lettered in its markdown shows them in its own order); outside the grader, yes."""
+    listed = os.environ.get(SHUFFLED_ENV)
+    return listed is None or name in listed.split(",")
+
+
+def _moved_on(name: str) -> int | None:
+    """The question's round now when the options or numbers this kernel showed were of an earlier one, else None."""
+    from streamlab.course import variants
+
+    aid = variants.current_assignment()
+    was = variants.drawn_rounds.get((aid, name))
+    now = rounds(aid).get(name, 0)
+    return now if was is not None and was != now else None
 
 
 def check_format(answer, choices: str | None = None, name: str = "answer", number: bool = False) -> None:
-    """Visible check: the answer is filled in and has the right form. It never says whether it is right."""
+    """Visible check: the answer is filled in and has the right form. It never says whether it is right.
+
+    In the lab it also says when Check my work has moved the question to a new round since its cells ran."""
+    if choices:
+        _choices[name] = choices
     if number:
         ok = isinstance(answer, (int, float)) and not isinstance(answer, bool)
         want, fix = "a number", "replace None with your number"
@@ -18,6 +184,11 @@ def check_format(answer, choices: str | None = None, name: str = "answer", numbe
         want, fix = f"one of {', '.join(valid)}", "set the variable to the letter of your choice"
     if judging():
         return None  # the form is not worth points; reveal() decides
+    turn = _moved_on(name)
+    if turn is not None:
+        print(f"{FAIL} {name}: Check my work explained your earlier answer, so this question is new (try {turn + 1}:"
+              " options reshuffled, numbers drawn again). Run its cells again and answer from what they show now")
+        return None
     if ok:
         print(f"{FORM} {name} recorded ({answer!r}): only its form is checked here; Check my work grades it "
               "and shows why")
@@ -25,9 +196,16 @@ def check_format(answer, choices: str | None = None, name: str = "answer", numbe
     return expect(False, f"{name} is answered", want, repr(answer), fix)
 
 
-def reveal(answer, correct, explanation: str, name: str = "answer") -> None:
-    """Hidden check: compare with the key; the explanation goes with every answer (Check my work shows it)."""
+def reveal(answer, correct, explanation: str, name: str = "answer", choices: str | None = None) -> None:
+    """Hidden check: compare with the key; the explanation goes with every answer (Check my work shows it).
+
+    A lettered key is the notebook's letter: the learner's letter is mapped through her order first (`choices`:
+    the question's letters, by default those its check_format named)."""
     given = answer.strip().lower() if isinstance(answer, str) else answer
+    if isinstance(correct, str) and len(correct) == 1 and isinstance(given, str) and shuffled(name):
+        choices = choices or _choices.get(name, "abcd")
+        if given in choices and len(given) == 1:
+            given = canonical(name, given, choices)
     right = type(given) is type(correct) and given == correct or (
         isinstance(given, (int, float)) and not isinstance(given, bool) and isinstance(correct, (int, float))
         and given == correct)

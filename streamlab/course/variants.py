@@ -4,6 +4,11 @@ The seed comes from, in order: $STREAMLAB_SEED (the grader sets it: from the nbg
 from `--seed` or this machine's stored seed for `grader check`), else the seed stored for this assignment in
 `.streamlab/variants.json`, made at random on first use. The same (assignment, seed, key) always gives the same
 number, whatever order the cells run in, so the notebook, its visible checks and the grader's hidden checks agree.
+
+Quiz draws have rounds: a draw named `qN` or `qN.<anything>` belongs to quiz question qN (its numbers, and the
+order of its options, streamlab.course.quiz). After Check my work explained a wrong answer to qN, the question is in
+its next round and `variant()` draws its numbers anew (the key gets `#round`); round 0 is the first variant. The
+rounds come from the learner's record (streamlab.course.quiz.rounds), which the grader passes to the runs it grades.
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import secrets
 import tempfile
 from contextlib import contextmanager
@@ -113,18 +119,41 @@ def new_variant(assignment: str | None = None) -> int:
     return value
 
 
-class Variant:
-    """The numbers of one (assignment, seed): each draw is named, so it never depends on the order of cells."""
+QUESTION_KEY = re.compile(r"^(q\d+)(?:\.|$)")
+# {(assignment, question): round} of the quiz draws this process made with rounds (what the learner was shown),
+# so a visible check can tell that Check my work has since moved the question on (streamlab.course.quiz).
+drawn_rounds: dict[tuple[str, str], int] = {}
 
-    def __init__(self, assignment: str, seed: int):
-        self.assignment, self.seed = assignment, int(seed)
+
+def question_of(key: str) -> str | None:
+    """The quiz question a draw belongs to ("q7.start" -> "q7"), or None for an exercise's draw."""
+    hit = QUESTION_KEY.match(key)
+    return hit.group(1) if hit else None
+
+
+class Variant:
+    """The numbers of one (assignment, seed): each draw is named, so it never depends on the order of cells.
+
+    `rounds` ({question: round}) gives a quiz question's draws (keys `qN` or `qN.…`) of a later round other numbers;
+    without it every draw is round 0's."""
+
+    def __init__(self, assignment: str, seed: int, rounds: dict[str, int] | None = None):
+        self.assignment, self.seed, self.rounds = assignment, int(seed), rounds
 
     def __repr__(self) -> str:
         return f"Variant({self.assignment!r}, seed={self.seed})"
 
+    def round_of(self, key: str) -> int:
+        """The round of the quiz question `key` belongs to (0 for an exercise's draw or without rounds)."""
+        question = question_of(key)
+        return int(self.rounds.get(question, 0)) if question and self.rounds else 0
+
     def rng(self, key: str) -> random.Random:
-        """A generator for one named draw (the same for the same assignment, seed and key)."""
-        return random.Random(f"{self.assignment}:{self.seed}:{key}")
+        """A generator for one named draw (the same for the same assignment, seed, key and round)."""
+        turn = self.round_of(key)
+        if self.rounds is not None and question_of(key):
+            drawn_rounds[(self.assignment, question_of(key))] = turn
+        return random.Random(f"{self.assignment}:{self.seed}:{key}" + (f"#{turn}" if turn else ""))
 
     def randint(self, key: str, low: int, high: int, step: int = 1) -> int:
         """A whole number from low to high inclusive, a multiple of `step` above `low`."""
@@ -149,6 +178,9 @@ class Variant:
 
 
 def variant(assignment: str | None = None, seed: int | None = None) -> Variant:
-    """The running notebook's variant (or another assignment's / seed's, as the grader asks)."""
+    """The running notebook's variant (or another assignment's / seed's, as the grader asks), its quiz questions in
+    the rounds the learner's record (or the grader) gives."""
+    from streamlab.course.quiz import rounds
+
     assignment = assignment or current_assignment()
-    return Variant(assignment, seed_for(assignment) if seed is None else seed)
+    return Variant(assignment, seed_for(assignment) if seed is None else seed, rounds(assignment))

@@ -9,7 +9,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # Set by the course's own machinery for its own processes, never by a user.
 INTERNAL = {"STREAMLAB_GRADING", "STREAMLAB_JUST_SAVED", "JPY_SESSION_NAME", "PATH", "PYSPARK_PYTHON",
             "PYSPARK_DRIVER_PYTHON", "STREAMLAB_ASSIGNMENT", "PYTEST_CURRENT_TEST", "VIRTUAL_ENV", "HOME", "TMPDIR",
-            "STREAMLAB_BENCH_OUT"}  # the bench hands it to its own child process
+            "STREAMLAB_BENCH_OUT",  # the bench hands it to its own child process
+            "STREAMLAB_QUIZ_ROUNDS", "STREAMLAB_QUIZ_SHUFFLED"}  # the grader hands the quiz's rounds to its runs
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 

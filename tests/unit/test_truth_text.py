@@ -17,9 +17,21 @@ SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 
 
 def cells(module: str) -> dict:
-    """{cell id: source} of a solution notebook, e.g. cells("04")."""
+    """{cell id: source} of a solution notebook, e.g. cells("04"); a quiz question's markdown with its options
+    lettered in the notebook's order (the cell after it shows them in each learner's, streamlab.course.quiz)."""
+    from types import SimpleNamespace
+
+    from grader.lint import written_options
+
     path = next(SOLUTIONS.glob(f"{module}-*/{module}-*.ipynb"))
-    return {c["id"]: "".join(c["source"]) for c in json.loads(path.read_text())["cells"]}
+    found, previous = {}, None
+    for c in json.loads(path.read_text())["cells"]:
+        found[c["id"]] = "".join(c["source"])
+        listed = written_options(SimpleNamespace(cells=[SimpleNamespace(cell_type="code", source=found[c["id"]])]))
+        if listed and previous is not None:
+            found[previous] += "".join(f"\n- {k}) {t}" for k, t in next(iter(listed.values())).items())
+        previous = c["id"] if c["cell_type"] == "markdown" else None
+    return found
 
 
 def text(module: str) -> str:
