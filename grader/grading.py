@@ -283,14 +283,16 @@ def _variant_worked_on(submitted) -> int | None:
     return None
 
 
-def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = ()):
+def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = (), bootstrap: str | None = None):
     """The sandbox for one grading run, or None (with the reason) when this machine cannot make one.
 
     Read-only: the course, the Python installation, the home folder and streamlab's state folder (its jars and
     the broker's data; only Spark's log file is writable). Not there: the hidden tests, the grader's folders, the
     other submissions and the results, a workshop's folder (the hub's and the room Kafka's secrets). /tmp is
     private, holding only this run's `work` folder. When the grader is root, the run is the unprivileged grading
-    account's (grader/sandbox.py `dropped`), with a Spark log of its own.
+    account's (grader/sandbox.py `dropped`), with a Spark log of its own. With the grading broker's `bootstrap` on
+    this machine's loopback (and no Spark cluster), the run has a network of its own whose only way out is that
+    broker (grader/relay.py).
     """
     import sys
 
@@ -319,12 +321,27 @@ def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = ()):
 
         box.account, box.reach = sandbox.account(), [*reached(), state_dir()]
         box.writable, box.scratch = [], [spark_log]
+    from .relay import ports_of
+
+    ports = ports_of(bootstrap or "")
+    if ports and not (os.environ.get("STREAMLAB_CLUSTER") == "1" or os.environ.get("SPARK_MASTER")):
+        box.relay = (work / ".broker", ports)  # a cluster's executors connect back to the driver: not relayed
     return box, None
 
 
 def run_in_sandbox(box, job: dict, log: Path, on_start=None) -> dict:
     """Run one grading job (grader/worker.py) inside `box`; what it returns, or GraderError with its reason.
     `on_start(proc)` gets the sandbox's process (killing it ends everything the run started)."""
+    from contextlib import nullcontext
+
+    from .relay import Relay
+
+    relay = Relay(*box.relay, owner=box.account) if box.relay else nullcontext()
+    with relay:
+        return _run_job(box, job, log, on_start)
+
+
+def _run_job(box, job: dict, log: Path, on_start=None) -> dict:
     import subprocess
     import sys
 
@@ -399,7 +416,7 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
                            "copied from it are not yours (restart the kernel, run all cells and answer again)")
         bootstrap = check_environment()
         with tempfile.TemporaryDirectory(prefix="streamlab-grading-") as work:
-            box, why = make_sandbox(root, source, Path(work), hidden)
+            box, why = make_sandbox(root, source, Path(work), hidden, bootstrap)
             if box is None and require_sandbox:
                 raise GraderError(f"cannot keep the hidden tests out of the learners' reach: {why} "
                                   "(or pass --no-sandbox to grade without that protection)")

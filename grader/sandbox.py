@@ -14,7 +14,8 @@ dedicated unprivileged account (`ACCOUNT`, made on demand), whose own user names
 besides the above, each folder that keeps other accounts from the Python, the course or Java (e.g. /root) is
 replaced by an empty one holding only those (`veil`, shared with the workshop's walls), /var/tmp, /run/lock and
 /dev/shm are the run's own, and only the run's folder is the account's to write. A learner's laptop (not root)
-keeps the first paragraph's sandbox.
+keeps the first paragraph's sandbox. Either way, with a grading broker on the loopback, the run also gets a network
+namespace whose only way out is that broker (`Sandbox.relay`, grader/relay.py).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import pwd
 import shlex
 import shutil
 import subprocess
+import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +55,9 @@ class Sandbox:
     account: tuple[int, int] | None = None
     reach: list[Path] = field(default_factory=list)
     scratch: list[Path] = field(default_factory=list)
+    # A network namespace of the run's own, whose only way out is these broker ports, relayed through Unix sockets
+    # in this folder (grader/relay.py): (folder, ports). None: the machine's network.
+    relay: tuple[Path, list[int]] | None = None
 
     def script(self) -> str:
         """The shell commands run in the outer namespace before the kernel starts."""
@@ -71,6 +76,7 @@ class Sandbox:
                 lines.append(f"if [ -e {q(path)} ]; then mount --bind /dev/null {q(path)}; fi")
         if self.account is not None:
             return "\n".join(lines + self._as_account())
+        lines += self._relay(-1, -1)
         lines.append('exec ' + " ".join(INNER) + ' -- "$@"')
         return "\n".join(lines)
 
@@ -94,9 +100,19 @@ class Sandbox:
         if self.private_tmp_with is not None:
             home = q(Path(self.private_tmp_with).resolve())
             lines.append(f"chown -R {uid}:{gid} {home}")
-        return lines + [f"cd {home}", f"export HOME={home}",
+        return lines + self._relay(uid, gid) + [f"cd {home}", f"export HOME={home}",
                         f'exec setpriv --reuid={uid} --regid={gid} --clear-groups --no-new-privs -- '
                         + " ".join(INNER) + ' -- "$@"']
+
+    def _relay(self, uid: int, gid: int) -> list[str]:
+        """The inside half of the broker's relay (grader/relay.py), started before the worker; [] without one."""
+        if self.relay is None:
+            return []
+        from .relay import INSIDE
+
+        folder, ports = self.relay
+        python = q(Path(os.path.realpath(sys.executable)))
+        return [f"{python} -I -S -c {q(INSIDE)} {q(Path(folder))} {uid} {gid} {' '.join(map(str, ports))}"]
 
     def _private_tmp(self) -> list[str]:
         """A fresh /tmp that still holds the run's folder and whatever of the course lives under /tmp (a clone
@@ -116,7 +132,7 @@ class Sandbox:
 
     def wrap(self, cmd: list[str]) -> list[str]:
         """`cmd` (the kernel's command line) run inside the sandbox."""
-        outer = OUTER if self.account is None else ROOT_OUTER
+        outer = (OUTER if self.account is None else ROOT_OUTER) + (["--net"] if self.relay else [])
         return outer + ["--", "sh", "-c", self.script(), "sandbox"] + list(cmd)
 
 

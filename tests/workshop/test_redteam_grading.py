@@ -15,6 +15,7 @@ import pwd
 import re
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -140,6 +141,13 @@ for path in [{secret!r}, "/etc/shadow", {token!r}]:
         print("RE" + "AD:", open(path).read()[:64])
     except Exception as exc:
         print("DEN" + "IED:", type(exc).__name__)
+import socket
+for port in [{hub_port}, {kafka_port}]:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=3).close()
+        print("REACH" + "ED", port)
+    except OSError as exc:
+        print("UNREACHABLE", port, type(exc).__name__)
 for path in [{drop!r}, {loot!r}]:
     try:
         open(path, "w").write("loot")
@@ -159,8 +167,11 @@ def test_grading_as_root_still_gives_full_marks_and_the_attack_gets_nothing(plan
     solution = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source
                 for c in nbformat.read(FIXTURES / AID / f"{AID}.ipynb", as_version=4).cells}
     loot = f"/var/tmp/{planted['marker']}-inside"
+    hub_api = socket.create_server(("127.0.0.1", 0))  # a service of the machine, as the hub's API is (G4)
+    kafka_port, hub_port = int(bootstrap.rsplit(":", 1)[1]), hub_api.getsockname()[1]
     attack = ATTACK.format(secret=str(planted["plant"] / "secret"), drop=str(planted["plant"] / "dropped"),
-                           token=str(planted["workshop"] / "hub/instructor.token"), loot=loot)
+                           token=str(planted["workshop"] / "hub/instructor.token"), loot=loot,
+                           hub_port=hub_port, kafka_port=kafka_port)
     for cell in nb.cells:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id")
         if cell.metadata.get("nbgrader", {}).get("solution"):
@@ -168,10 +179,16 @@ def test_grading_as_root_still_gives_full_marks_and_the_attack_gets_nothing(plan
     path = tmp_path / "alice" / f"{AID}.ipynb"
     path.parent.mkdir()
     nbformat.write(nb, path)
-    result = grade_notebook(path, AID, student="alice", source=FIXTURES, timeout=60, require_sandbox=True,
-                            feedback_dir=tmp_path / "feedback")
+    with hub_api:
+        result = grade_notebook(path, AID, student="alice", source=FIXTURES, timeout=60, require_sandbox=True,
+                                feedback_dir=tmp_path / "feedback")
+        hub_api.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            hub_api.accept()  # nothing from the graded kernel ever connected
     page = html.unescape(re.sub(r"<[^>]+>", "", Path(result.feedback).read_text(encoding="utf-8")))
     assert "ATTACKED" in page, "the attacking cell did not run"
+    assert f"UNREACHABLE {hub_port}" in page, "the graded kernel reached a service of the machine"
+    assert f"REACHED {kafka_port}" in page, "the graded kernel could not reach the grading broker"
     assert planted["token"] not in page, "the graded kernel read root's secrets (G4)"
     assert "READ:" not in page, "the graded kernel read /etc/shadow or the hub's token (G4, G4c)"
     assert not (planted["plant"] / "dropped").exists(), "the graded kernel wrote a root-owned folder (G4b)"
