@@ -8,22 +8,27 @@ lock, so two notebooks starting the lab at once get one broker.
 """
 from __future__ import annotations
 
-import fcntl
 import os
-import signal
 import socket
 import struct
 import subprocess
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from streamlab.errors import LabError
-from streamlab.lab.jars import broker_bundle, state_dir
+from streamlab.lab.jars import broker_bundle, state_dir  # noqa: F401 (broker_bundle: the workshop imports it here)
+# The KRaft launcher's parts, shared with the cluster lab and the workshop's Kafka (their old names kept here).
+from streamlab.lab.kraft import CLUSTER_ID, STOP_GRACE_S, kraft_properties  # noqa: F401
+from streamlab.lab.kraft import LOG4J as _LOG4J
+from streamlab.lab.kraft import java_command as _java
+from streamlab.lab.kraft import last_lines as _last_lines
+from streamlab.lab.kraft import log_tail as _log_tail
+from streamlab.lab.kraft import start_lock as _start_lock
+from streamlab.lab.kraft import terminate as _terminate
+from streamlab.lab.kraft import kafka_request as _kafka_request
 
 DEFAULT_PORT = 9092
 START_TIMEOUT_S = 60.0  # a cold start on a loaded 2-core machine can pass 30 s
-STOP_GRACE_S = 15.0
 KINDS = ("kafka", "noida")
 # A small broker: it shares two cores and the memory with Spark and the notebook kernels.
 KAFKA_HEAP = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
@@ -51,31 +56,6 @@ def broker_kind() -> str:
 def data_dir(port: int | None = None, kind: str | None = None) -> Path:
     """Where a broker streamlab starts keeps its data, log and pid file (git-ignored)."""
     return state_dir() / f"{kind or broker_kind()}-{port or broker_port()}"
-
-
-def _kafka_request(sock: socket.socket, api_key: int, version: int, body: bytes, correlation: int) -> bytes:
-    client = b"streamlab"
-    header = struct.pack(">hhih", api_key, version, correlation, len(client)) + client
-    payload = header + body
-    sock.sendall(struct.pack(">i", len(payload)) + payload)
-    size_raw = _recv_exact(sock, 4)
-    (size,) = struct.unpack(">i", size_raw)
-    if not 4 <= size <= 10_000_000:
-        raise ValueError("not a Kafka response")
-    data = _recv_exact(sock, size)
-    if struct.unpack(">i", data[:4])[0] != correlation:
-        raise ValueError("not a Kafka response")
-    return data[4:]
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ValueError("connection closed")
-        buf += chunk
-    return buf
 
 
 def parse_bootstrap(bootstrap: str) -> list[tuple[str, int]]:
@@ -230,22 +210,6 @@ def _our_pid(kind: str, port: int) -> int | None:
     return None
 
 
-@contextmanager
-def _start_lock(folder: Path):
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        handle = open(folder / "start.lock", "w")
-    except OSError as exc:
-        raise LabError(f"Cannot write the broker's folder {folder} ({exc.strerror}): make it writable, or set "
-                       "STREAMLAB_HOME to a folder you can write (the broker keeps its data there).") from None
-    with handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def external_bootstrap() -> str | None:
     """$KAFKA_BOOTSTRAP, when the lab is pointed at a broker it does not manage."""
     return os.environ.get("KAFKA_BOOTSTRAP") or None
@@ -308,46 +272,6 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def kraft_properties(node: int, voters: str, listener: str, port: int, controller: int, data: Path,
-                     replicas: int = 1, controller_protocol: str = "PLAINTEXT", threads: tuple[int, int] = (2, 2),
-                     cleaner_mb: int = 8) -> dict[str, str]:
-    """server.properties of a KRaft node that is broker and controller at once, on 127.0.0.1 (the single lab's,
-    the cluster's nodes and the workshop's broker: the callers add authentication and their own timings)."""
-    min_isr = str(min(replicas, 2))
-    lines = {
-        "process.roles": "broker,controller",
-        "node.id": str(node),
-        "controller.quorum.voters": voters,
-        "listeners": f"{listener}://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}",
-        "advertised.listeners": f"{listener}://127.0.0.1:{port}",
-        "controller.listener.names": "CONTROLLER",
-        "inter.broker.listener.name": listener,
-        "listener.security.protocol.map": f"{listener}:{listener},CONTROLLER:{controller_protocol}",
-        "log.dirs": str(data),
-        "num.partitions": "1",
-        # Every internal topic has as many replicas as there are nodes (two must have a write when there are
-        # three), and few partitions, so the first group or transaction does not wait for 50 to be created.
-        **({"default.replication.factor": str(replicas), "min.insync.replicas": min_isr} if replicas > 1 else {}),
-        "offsets.topic.replication.factor": str(replicas),
-        "offsets.topic.num.partitions": "4",
-        "transaction.state.log.replication.factor": str(replicas),
-        "transaction.state.log.min.isr": min_isr,
-        "transaction.state.log.num.partitions": "4",
-        "share.coordinator.state.topic.replication.factor": str(replicas),
-        "share.coordinator.state.topic.min.isr": min_isr,
-        "share.coordinator.state.topic.num.partitions": "1",
-        "group.initial.rebalance.delay.ms": "0",
-        # Few threads and a small cleaner buffer for a 2-core laptop and a small heap.
-        "num.network.threads": str(threads[0]),
-        "num.io.threads": str(threads[1]),
-        "background.threads": "2",
-        "num.recovery.threads.per.data.dir": "1",
-        "log.cleaner.dedupe.buffer.size": str(cleaner_mb * 1024 * 1024),
-        "log.retention.check.interval.ms": "10000",
-    }
-    return lines
-
-
 def _kafka_config(port: int, folder: Path) -> Path:
     """Write a single-node KRaft broker's config (its controller on a free port) and return its path."""
     controller = free_port()
@@ -357,43 +281,6 @@ def _kafka_config(port: int, folder: Path) -> Path:
     log_conf = folder / "log4j2.properties"
     log_conf.write_text(_LOG4J.replace("@LOG@", str(folder / "broker.log")))
     return path
-
-
-_LOG4J = """status = error
-appender.file.type = RollingFile
-appender.file.name = file
-appender.file.fileName = @LOG@
-appender.file.filePattern = @LOG@.%i
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-appender.file.policies.type = Policies
-appender.file.policies.size.type = SizeBasedTriggeringPolicy
-appender.file.policies.size.size = 10MB
-appender.file.strategy.type = DefaultRolloverStrategy
-appender.file.strategy.max = 2
-rootLogger.level = INFO
-rootLogger.appenderRef.file.ref = file
-logger.state.name = state.change.logger
-logger.state.level = WARN
-"""
-
-CLUSTER_ID = "c3RyZWFtbGFiLWNvdXJzZQ"  # the same as docker-compose.yml's
-
-
-def _java(folder: Path, main: str, *args: str, heap: list[str] | None = None) -> list[str]:
-    from streamlab.lab.session import java_binary
-
-    classpath = os.pathsep.join(str(p) for p in broker_bundle().jars())
-    # Its temporary files (lz4's native library) in its own folder: a broker killed with kill -9 leaves them there,
-    # emptied at its next start, not in /tmp.
-    tmp = folder / "tmp"
-    if main == "kafka.Kafka":
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True, exist_ok=True)
-    return [java_binary(), *(heap or []), f"-Dlog4j2.configurationFile=file:{folder / 'log4j2.properties'}",
-            f"-Dkafka.logs.dir={folder}", f"-Djava.io.tmpdir={tmp}", "-cp", classpath, main, *args]
 
 
 def _start_kafka(port: int, folder: Path) -> None:
@@ -460,56 +347,11 @@ def _launch(cmd: list[str], port: int, folder: Path, label: str) -> None:
         raise
 
 
-def _last_lines(text: str, n: int = 2) -> str:
-    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip() and not ln.startswith(("\t", "SLF4J"))]
-    return " | ".join(line[:240] for line in lines[-n:]) or "no output"
-
-
-def _log_tail(folder: Path) -> str:
-    text = ""
-    for name in ("broker.log", "broker.out"):
-        try:
-            text += (folder / name).read_text(errors="replace")[-20_000:]
-        except OSError:
-            pass
-    errors = [ln for ln in text.splitlines() if " ERROR " in ln or "Exception" in ln]
-    return _last_lines("\n".join(errors) if errors else text)
-
-
 def _damage_hint(folder: Path) -> str:
     if (folder / "data" / "meta.properties").is_file():
         return (". If its data folder was damaged (a crash while writing it), `python -m streamlab broker reset` "
                 "deletes it, and the lab's topics, and starts afresh")
     return ""
-
-
-def _terminate(pid: int, grace: float = STOP_GRACE_S) -> None:
-    """SIGTERM the process group (a clean broker shutdown), SIGKILL it after `grace` seconds."""
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except OSError:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        try:
-            finished, _ = os.waitpid(pid, os.WNOHANG)
-            if finished:
-                return
-        except ChildProcessError:
-            pass
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return
-        time.sleep(0.05)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    except (OSError, ChildProcessError):
-        pass
 
 
 def _processes_naming(folder: Path) -> list[int]:

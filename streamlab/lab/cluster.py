@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamlab.errors import LabError, first_line
-from streamlab.lab.broker import (CLUSTER_ID, _LOG4J, _java, kraft_properties, _kafka_request, _last_lines, _start_lock,
-                                  _terminate)
-from streamlab.lab.jars import state_dir
+from streamlab.lab.kraft import (CLUSTER_ID, LOG4J, java_command, kafka_request, kraft_properties, last_lines,
+                                 start_lock, terminate)
+from streamlab.lab.machine import java_binary, state_dir
 
 NODES = 3
 WORKERS = 2
@@ -165,7 +165,7 @@ def _api_versions(port: int, timeout: float = 1.0) -> bool:
         return False
     try:
         sock.settimeout(timeout)
-        _kafka_request(sock, 18, 0, b"", 11)
+        kafka_request(sock, 18, 0, b"", 11)
         return True
     except (OSError, ValueError, struct.error):
         return False
@@ -220,7 +220,7 @@ def _node_config(node: int, scram_password: str | None) -> Path:
         })
     path = here / "server.properties"
     path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
-    (here / "log4j2.properties").write_text(_LOG4J.replace("@LOG@", str(here / "broker.log")))
+    (here / "log4j2.properties").write_text(LOG4J.replace("@LOG@", str(here / "broker.log")))
     return path
 
 
@@ -233,21 +233,21 @@ def _format(nodes: list[int], scram_password: str | None) -> None:
         config = _node_config(node, scram_password)
         extra = (["--add-scram", f"{SCRAM_MECHANISM}=[name={ADMIN_USER},password={scram_password}]"]
                  if scram_password else [])
-        cmd = _java(here, "kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(config),
+        cmd = java_command(here, "kafka.tools.StorageTool", "format", "-t", CLUSTER_ID, "-c", str(config),
                     "--ignore-formatted", *extra, heap=["-Xmx128m", "-XX:TieredStopAtLevel=1"])
         procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                       stdin=subprocess.DEVNULL))
     for proc in procs:
         out, _ = proc.communicate(timeout=120)
         if proc.returncode != 0:
-            raise LabError(f"Formatting a cluster node's storage failed: {_last_lines(out)}")
+            raise LabError(f"Formatting a cluster node's storage failed: {last_lines(out)}")
 
 
 def _start_node(node: int, scram_password: str | None) -> subprocess.Popen:
     here = _node_dir(node)
     config = _node_config(node, scram_password)
     with open(here / "broker.out", "ab") as log:
-        proc = subprocess.Popen(_java(here, "kafka.Kafka", str(config), heap=NODE_HEAP), stdout=log,
+        proc = subprocess.Popen(java_command(here, "kafka.Kafka", str(config), heap=NODE_HEAP), stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=here)
     (here / "broker.pid").write_text(str(proc.pid))
     return proc
@@ -283,8 +283,6 @@ def temporary_folder() -> Path:
 
 
 def _spark_env(name: str) -> dict:
-    from streamlab.lab.session import java_binary
-
     here = folder() / "spark"
     conf = here / "conf"
     conf.mkdir(parents=True, exist_ok=True)
@@ -369,7 +367,7 @@ def start(scram: bool = False, admin_password: str | None = None, spark: bool = 
     if scram and not admin_password:
         raise LabError("cluster.start(scram=True) needs admin_password=… (the admin's SCRAM password).")
     here = folder()
-    with _start_lock(here):
+    with start_lock(here):
         if scram:
             if _scram_file().is_file() and _scram_password() != admin_password:
                 raise LabError("The cluster was formatted with another admin password: stop it first "
@@ -483,7 +481,7 @@ def _node_log_tail(node: int) -> str:
         except OSError:
             pass
     errors = [ln for ln in text.splitlines() if " ERROR " in ln or "Exception" in ln]
-    return _last_lines("\n".join(errors) if errors else text)
+    return last_lines("\n".join(errors) if errors else text)
 
 
 def _all_pids() -> list[int]:
@@ -517,7 +515,7 @@ def stop() -> str:
     # Workers first (their process group holds their executors), then the Master, then the brokers, in parallel.
     import threading
 
-    stoppers = [threading.Thread(target=_terminate, args=(pid, 10.0)) for pid in pids]
+    stoppers = [threading.Thread(target=terminate, args=(pid, 10.0)) for pid in pids]
     for stopper in stoppers:
         stopper.start()
     for stopper in stoppers:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamlab.errors import LabError
+from streamlab.lab.machine import ROOT, in_ci, java_binary, state_dir
 
-ROOT = Path(__file__).resolve().parents[2]
 # The broker's version: the `apache/kafka` image of docker-compose.yml uses the same one
 # (tests/unit/test_pins.py fails when they drift).
 KAFKA_VERSION = "4.2.0"
@@ -29,12 +29,11 @@ LOG4J_VERSION = "2.25.3"
 # Delta Lake for the lakehouse module: the Python package `delta-spark` of pyproject.toml is the same version
 # (tests/unit/test_pins.py), and its Maven artifact names the Spark minor it is built for.
 DELTA_VERSION = "4.4.0"
+# Delta's defaults are a cluster's: it rebuilds a table's state (needed by MERGE and txnAppId appends, not by plain
+# appends) in 50 tasks, which on the lab's local[2] made each such commit take 5-20 s instead of 1-5 s (measured).
+# Every lab session starts with these (streamlab.lab.session._enable_delta).
+DELTA_LAB_CONF = {"spark.databricks.delta.snapshotPartitions": "2"}
 RESOLVE_TIMEOUT_S = 600
-
-
-def state_dir() -> Path:
-    """The project's git-ignored state folder ($STREAMLAB_HOME, else .streamlab beside the code)."""
-    return Path(os.environ.get("STREAMLAB_HOME") or ROOT / ".streamlab")
 
 
 def spark_version() -> str:
@@ -151,8 +150,6 @@ def resolve(bundle: Bundle, quiet: bool = True) -> list[Path]:
     """Resolve `bundle` with Ivy into its folder (seconds when cached); a LabError says why it could not."""
     if bundle.ready():
         return bundle.jars()
-    from streamlab.lab.session import java_binary
-
     staging = Path(tempfile.mkdtemp(prefix=f".{bundle.name}-", dir=_mkdir(state_dir() / "jars")))
     try:
         (staging / "ivy.xml").write_text(_ivy_file(bundle))
@@ -221,8 +218,6 @@ def setup_all(only: list[str] | None = None) -> list[str]:
     Delta Lake is the lakehouse module's alone: without it every other module runs, so a failure to resolve it is a
     line of its own rather than an error (except in CI, where the whole stack is required).
     """
-    from streamlab.lab.session import in_ci
-
     lines = []
     bundles = [BUNDLES[name]() for name in only] if only else [*needed_bundles(), delta_bundle()]
     for bundle in bundles:

@@ -9,25 +9,11 @@ import sys
 from pathlib import Path
 
 from streamlab.errors import LabError
+from streamlab.lab.machine import in_ci, java_binary  # noqa: F401 (also their old address: session.in_ci)
 
 SPARK_VERSION = "4.2.0"
 CONNECTOR_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 MIN_JAVA = 17
-
-
-def java_binary() -> str:
-    """The `java` that Spark and the broker start ($JAVA_HOME's, else the one on PATH), or a LabError."""
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if home and not (Path(java).is_file() and os.access(java, os.X_OK)):
-        found = shutil.which("java")
-        raise LabError(f"JAVA_HOME={home} holds no Java ({java} is not there): point JAVA_HOME at a Java 17 or "
-                       "newer installation (the folder that has bin/java)" + (
-                           f", or unset it to use {found}" if found else "") + ".")
-    if not java or not Path(java).exists():
-        raise LabError("Java was not found. Spark needs Java 17 or newer: install it "
-                       "(Debian/Ubuntu: `sudo apt-get install openjdk-17-jre-headless`) or set JAVA_HOME.")
-    return java
 
 
 def java_version() -> int:
@@ -127,7 +113,7 @@ def spark():
 
 def _enable_delta(conf: dict, master: str) -> None:
     """Delta Lake's jars, SQL extension and catalog, whenever `make setup` resolved them (the lakehouse module)."""
-    from streamlab.lab.jars import delta_bundle, delta_jars
+    from streamlab.lab.jars import DELTA_LAB_CONF, delta_bundle, delta_jars
 
     if not delta_bundle().ready():
         return
@@ -138,9 +124,7 @@ def _enable_delta(conf: dict, master: str) -> None:
         conf["spark.jars"] = ",".join(filter(None, [conf.get("spark.jars"), *jars]))
     conf["spark.sql.extensions"] = "io.delta.sql.DeltaSparkSessionExtension"
     conf["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-    from streamlab.lakehouse.tables import LAB_CONF
-
-    conf.update(LAB_CONF)  # a lab-sized table log: Delta's 50 snapshot partitions cost seconds a batch here
+    conf.update(DELTA_LAB_CONF)  # a lab-sized table log: Delta's 50 snapshot partitions cost seconds a batch here
 
 
 EXECUTORS_WAIT_S = 90.0  # executors are JVMs the Workers start: seconds, more on a loaded machine
@@ -266,11 +250,6 @@ def _connector_on_classpath(session) -> bool:
         return True
     except Exception:
         return False
-
-
-def in_ci() -> bool:
-    """Whether this runs under CI ($CI set true), where the real stack is required and no fallback is taken."""
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
 def chosen_engine() -> tuple[str, str]:

@@ -9,6 +9,7 @@ jars are not set up (the offline fallback has none), so the lakehouse cells stop
 from __future__ import annotations
 
 from streamlab.errors import LabError
+from streamlab.lab.jars import DELTA_LAB_CONF
 
 NOT_SET_UP = ("Delta Lake's jars are not set up in this session: run `make setup`, then restart the kernel "
               "(the offline fallback has no Delta).")
@@ -39,10 +40,8 @@ def require_delta() -> None:
         raise LabError(NOT_SET_UP)
 
 
-# Delta's defaults are a cluster's: it rebuilds a table's state (needed by MERGE and txnAppId appends, not by plain
-# appends) in 50 tasks, which on the lab's local[2] made each such commit take 5-20 s instead of 1-5 s (measured).
-# Every lab session starts with these (streamlab.lab.session._enable_delta).
-LAB_CONF = {"spark.databricks.delta.snapshotPartitions": "2"}
+# Delta's lab-sized settings, which every lab session starts with, live with Delta's jars (lab.jars.DELTA_LAB_CONF).
+LAB_CONF = DELTA_LAB_CONF
 
 
 def session():

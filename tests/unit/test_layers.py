@@ -141,11 +141,16 @@ def test_the_offline_engine_imports_only_itself_and_the_base_modules():
 
 
 def test_the_lab_does_not_import_what_is_built_on_it():
-    """observe, demo, delivery, rates and the workshop use the lab; the lab uses none of them. (The lakehouse is
-    not in the list: the session applies lakehouse.tables.LAB_CONF, Delta's settings, where it is made.)"""
+    """observe, demo, delivery, rates, the lakehouse and the workshop use the lab; the lab uses none of them."""
     for upper in ("streamlab.observe", "streamlab.demo", "streamlab.delivery", "streamlab.rates",
-                  "streamlab.workshop"):
+                  "streamlab.workshop", "streamlab.lakehouse"):
         assert not reaching(GRAPH, "streamlab.lab", upper), reaching(GRAPH, "streamlab.lab", upper)
+
+
+def test_the_lab_has_no_import_circle():
+    """Its floor (machine, kraft, jars) imports nothing above it: broker, cluster and session stand on it."""
+    inside = [c for c in circles(GRAPH) if any(m.startswith("streamlab.lab") for m in c)]
+    assert inside == [], inside
 
 
 def test_the_grader_has_no_import_circle():
