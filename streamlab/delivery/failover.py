@@ -18,6 +18,7 @@ fails when the offsets go backwards, `false` reads on over offsets it had read w
 """
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
@@ -26,6 +27,7 @@ import time
 from streamlab.demo.controls import answer_while_busy
 from streamlab.lab import cluster
 from streamlab.lab.producer import close_now
+from streamlab.lab.wait import wait_until
 from streamlab.errors import LabError, first_line
 from streamlab.observe.progress import stop_between_batches
 
@@ -477,17 +479,9 @@ def acks_experiment(acks: str, records: int = 50, bootstrap: str | None = None) 
             "old leader": leader, "new leader": new, "election s": election}
 
 
-def _until(condition, timeout: float, step: float = 0.3) -> bool:
-    """Poll `condition` (its errors count as False) until it holds or `timeout` seconds pass; whether it held."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return True
-        except Exception:  # noqa: BLE001 - a metadata read sent to a broker just killed: ask again
-            pass
-        time.sleep(step)
-    return False
+# `_until(condition, timeout)`: whether it held in time. A metadata read sent to a broker just killed raises: that
+# counts as not yet, asked again 0.3 s later.
+_until = functools.partial(wait_until, every=0.3, retry_on=(Exception,))
 
 
 # The driver's offset fetch that meets the dead leader waits out the admin client's default.api.timeout.ms (60 s

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 from streamlab.lab import access
 from streamlab.lab.broker import ensure_broker
+from streamlab.lab.wait import wait_until
 
 access.install_clients()  # a workshop's SCRAM credentials on every kafka-python client (nothing outside one)
 
@@ -245,8 +246,5 @@ def _partitions(client, name: str) -> list[int]:
 
 
 def _wait(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the broker did not apply the topic change within {timeout:.0f} s")
-        time.sleep(0.05)
+    if not wait_until(condition, timeout, every=0.05):
+        raise TimeoutError(f"the broker did not apply the topic change within {timeout:.0f} s")

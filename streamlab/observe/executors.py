@@ -15,6 +15,8 @@ from __future__ import annotations
 import time
 import uuid
 
+from streamlab.lab.wait import wait_until
+
 
 def executors(spark) -> list[str]:
     """The ids of the session's live executors (the driver left out), from the status store."""
@@ -72,13 +74,13 @@ def read_map(spark, batch_df, work_s: float = 0.0) -> list[dict]:
     by_task = {task: (partition, n) for task, partition, n in counted}
     # The status store is filled by the listener bus, after the job has returned: wait (briefly) until it holds a
     # successful attempt of every task, or a batch's last task goes missing from the map.
-    deadline = time.monotonic() + 10
-    while True:
-        rows = _scan_tasks(spark, group, by_task)
-        done = {r["task"] for r in rows if r["status"] == "SUCCESS"}
-        if len(done) >= expected or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
+    rows: list[dict] = []
+
+    def every_task_succeeded() -> bool:
+        rows[:] = _scan_tasks(spark, group, by_task)
+        return len({r["task"] for r in rows if r["status"] == "SUCCESS"}) >= expected
+
+    wait_until(every_task_succeeded, 10, every=0.05)
     return sorted(rows, key=lambda r: (r["partition"] if r["partition"] is not None else -1, r["attempt"]))
 
 
