@@ -170,6 +170,9 @@ def main(argv: list[str] | None = None) -> int:
             if status or args.command == "jars":
                 return status
             print(f"broker ready at {ensure_broker()} ({chosen_engine()[1]})")
+            from streamlab.lab.cds_dump import make_driver_archive
+
+            print(make_driver_archive())  # Spark sessions start on archived classes; a failure is one line
         elif args.command == "cluster":
             from streamlab.lab import cluster as lab_cluster
 

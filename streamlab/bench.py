@@ -2,6 +2,8 @@
 
 What it compares, each pair on the same work in the same run:
 - broker start to ready: Apache Kafka cold (a fresh data folder, formatted first) against warm (its data kept);
+- a Spark session's start (to its first query, then stopped): with the class-data sharing archive that setup makes
+  against without it (STREAMLAB_CDS=off), CPU and wall time;
 - memory: the lab's peak (broker + Spark + this Python process) against a bare local SparkSession;
 - reading a topic: Spark's connector against a raw kafka-python consumer, and the offline engine against the
   connector (each on its own broker, the same records);
@@ -189,6 +191,58 @@ def _peak_of(script: str, also: list[int] = ()) -> int:
     return meter.stop()
 
 
+# A lab session from nothing to its first query, then stopped, the JVM waited for (so its CPU is counted).
+SESSION_START = """
+from pyspark import SparkContext
+from streamlab.lab.session import spark
+s = spark()
+s.range(1).count()
+s.stop()
+SparkContext._gateway.proc.stdin.close()
+SparkContext._gateway.proc.wait(timeout=300)
+"""
+SESSION_RUNS = 3
+
+
+def _session_start(with_archive: bool) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one SESSION_START, Python and its JVMs, with or without the CDS archive."""
+    import resource
+
+    env = {k: v for k, v in os.environ.items() if k != "STREAMLAB_CDS"}
+    if not with_archive:
+        env["STREAMLAB_CDS"] = "off"
+    before, began = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    subprocess.run([sys.executable, "-c", SESSION_START], env=env, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=600)
+    wall, after = time.perf_counter() - began, resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall
+
+
+def _class_data_sharing() -> None:
+    """A session's start with the class-data sharing archive against without it, alternated, medians."""
+    from streamlab.lab.cds_dump import driver_archive
+
+    try:
+        archive = driver_archive()
+    except Exception as exc:
+        archive, why = None, str(exc)
+    else:
+        why = "make setup makes it"
+    if archive is None:
+        print(f"session start with class-data sharing: not measured (no archive: {why})")
+        return
+    runs = {True: [], False: []}
+    for _ in range(SESSION_RUNS):
+        for with_archive in (False, True):
+            runs[with_archive].append(_session_start(with_archive))
+    (cpu_on, wall_on), (cpu_off, wall_off) = ([statistics.median(x) for x in zip(*runs[w])] for w in (True, False))
+    print(f"a lab session's start to its first query, median of {SESSION_RUNS} alternated: with the class-data "
+          f"sharing archive {cpu_on:.1f} s CPU, {wall_on:.1f} s wall; "
+          f"without {cpu_off:.1f} s CPU, {wall_off:.1f} s wall")
+    print(f"  session start with / without the archive, CPU: {cpu_on / cpu_off:.2f}")
+    print(f"  session start with / without the archive, wall: {wall_on / wall_off:.2f}")
+
+
 def _mib(sizes: list[int]) -> str:
     """'812, 790, 845': byte counts in MiB."""
     return ", ".join(f"{size / 2**20:,.0f}" for size in sizes)
@@ -345,6 +399,7 @@ def main() -> int:
     print(f"Apache Kafka {KAFKA_VERSION} start to ready: cold {cold:.1f} s (format + start), "
           f"warm {warm:.1f} s")
     print(f"  cold / warm start: {cold / warm:.2f}")
+    _class_data_sharing()
 
     spark, bootstrap = streamlab.setup()
     if streamlab.engine(spark) != "connector":

@@ -46,8 +46,27 @@ def spark():
     java_version()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    log_conf = Path(__file__).with_name("log4j2.properties")
     master = spark_master()
+    conf = session_conf(master)
+    from streamlab.lab.cds import driver_options
+
+    # Class-data sharing: the driver maps the classes `streamlab setup` archived (when a valid archive exists).
+    conf["spark.driver.extraJavaOptions"] += driver_options(conf)
+    _launch_quiet_jvm(conf)
+    builder = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    if master.startswith("spark://"):
+        _await_executors(session, master)
+    _enable_kafka(session)
+    return session
+
+
+def session_conf(master: str) -> dict:
+    """The Spark configuration of a new lab session on `master` (what spark() starts it with)."""
+    log_conf = Path(__file__).with_name("log4j2.properties")
     conf = {
         "spark.master": master,
         "spark.app.name": "streamlab",
@@ -99,16 +118,7 @@ def spark():
         # JVM (a secret passed here would sit on the JVM's command line, readable by others in `ps`). A cluster
         # (spark://) would need the same secret on its Master and Workers, so it stays as it is.
         conf["spark.authenticate"] = "true"
-    _launch_quiet_jvm(conf)
-    builder = SparkSession.builder
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    if master.startswith("spark://"):
-        _await_executors(session, master)
-    _enable_kafka(session)
-    return session
+    return conf
 
 
 def _enable_delta(conf: dict, master: str) -> None:
