@@ -261,16 +261,24 @@ def seed_for(student: str, aid: str, seed: int | None) -> int:
     return stored_seed(aid) if student == DEFAULT_STUDENT else student_seed(student, aid)
 
 
-def quiz_rounds_graded(student: str, aid: str, original) -> dict[str, str]:
+def quiz_rounds_graded(student: str, aid: str, original, submitted=None, notes: list | None = None) -> dict[str, str]:
     """The quiz as graded, for the run's environment (streamlab.course.quiz): the questions whose options the notebook
     shows in each learner's order, and the rounds: a self-paced learner's from her record (the options and numbers
-    her notebook showed); a cohort's are round 0, what a hub's notebooks show."""
+    her notebook showed); a cohort's are round 0, what a hub's notebooks show. A `submitted` copy made before the
+    options were shuffled (no quiz.options cell at all) showed them in the markdown's order: graded in those letters,
+    with a note."""
     from streamlab.course.quiz import ROUNDS_ENV, SHUFFLED_ENV, recorded_rounds
 
     from .lint import written_options
 
     rounds = recorded_rounds(aid) if student == DEFAULT_STUDENT else {}
-    return {ROUNDS_ENV: json.dumps(rounds), SHUFFLED_ENV: ",".join(f"q{n}" for n in sorted(written_options(original)))}
+    shuffled = sorted(written_options(original))
+    if shuffled and submitted is not None and not written_options(submitted):
+        shuffled = []
+        if notes is not None:
+            notes.append("this copy of the notebook shows the quiz's options in the notebook's own order (it predates "
+                         f"options in your own order): its letters are graded as shown; notebooks/{aid} has the new one")
+    return {ROUNDS_ENV: json.dumps(rounds), SHUFFLED_ENV: ",".join(f"q{n}" for n in shuffled)}
 
 
 def _variant_worked_on(submitted) -> int | None:
@@ -433,7 +441,7 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
             try:
                 with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1", KAFKA_BOOTSTRAP=bootstrap,
                             STREAMLAB_SEED=str(seed), STREAMLAB_ASSIGNMENT=aid,
-                            **quiz_rounds_graded(student, aid, original), **private), \
+                            **quiz_rounds_graded(student, aid, original, submitted, general), **private), \
                         stderr_to(root / "kernel.log"), watch:
                     if box is None:
                         preload()  # the code files could change while learner code runs: import what checks use now

@@ -95,6 +95,11 @@ def test_the_grader_passes_the_rounds_and_they_win_over_the_record(home, monkeyp
     own, cohort = quiz_rounds_graded(DEFAULT_STUDENT, AID, nb), quiz_rounds_graded("ada", AID, nb)
     assert json.loads(own[quiz.ROUNDS_ENV]) == {"q1": 1} and json.loads(cohort[quiz.ROUNDS_ENV]) == {}
     assert own[quiz.SHUFFLED_ENV] == cohort[quiz.SHUFFLED_ENV] == "q1,q2,q3,q4,q5,q6,q8,q9,q10", "Q7 is a number"
+    old_copy, notes = nbformat.from_dict(nb), []  # a learner's copy made before the options were shuffled
+    old_copy.cells = [cell for cell in old_copy.cells if "quiz.options(" not in cell.source]
+    assert quiz_rounds_graded("ada", AID, nb, old_copy, notes)[quiz.SHUFFLED_ENV] == ""
+    assert len(notes) == 1 and "graded as shown" in notes[0]
+    assert quiz_rounds_graded("ada", AID, nb, nb, notes)[quiz.SHUFFLED_ENV] and len(notes) == 1
 
 
 def test_a_question_lettered_in_its_markdown_is_graded_in_its_own_letters(home, monkeypatch):
