@@ -10,9 +10,10 @@ Feedback that teaches without becoming an answer key: Check my work shows every 
 answer's explanation names the right option. So each wrong answer moves its question to its next round: its options
 are reshuffled and its numbers (draws named `qN…`) drawn anew for the next try. The learner's record,
 `$STREAMLAB_HOME/quiz.json`, keeps per question its round, the first attempt's mark (the first Check my work in which
-she answered it) and the best mark; `python -m grader progress` shows both. Only `grader check` (the learner's own
-Check my work) reads and writes it; a cohort's grading uses round 0, which is what a hub's learners see (their copy
-has no hidden tests, so no explanation moved a round).
+she answered it) and the best mark; `python -m grader progress` shows both. `grader check` (the learner's own
+Check my work) writes it and grades in its rounds; her notebook's cells read it, and a visible check says when a
+question moved on since its cells ran. A cohort's grading uses round 0, which is what a hub's learners see (their
+copy has no hidden tests, so no explanation moved a round).
 
 And `self_check`: the ungraded "Check yourself" questions after a section, which answer at once with their
 explanation while the idea is fresh (the graded quiz stays for Check my work)."""
