@@ -169,9 +169,11 @@ def main(argv: list[str] | None = None) -> int:
             status = _jars(getattr(args, "only", None))
             if status or args.command == "jars":
                 return status
-            print(f"broker ready at {ensure_broker()} ({chosen_engine()[1]})")
-            from streamlab.lab.cds_dump import make_driver_archive
+            from streamlab.lab.cds_dump import make_broker_archive, make_driver_archive
 
+            if not os.environ.get("KAFKA_BOOTSTRAP") and chosen_engine()[0] == "connector":
+                print(make_broker_archive())  # before the broker starts, so that it starts on it
+            print(f"broker ready at {ensure_broker()} ({chosen_engine()[1]})")
             print(make_driver_archive())  # Spark sessions start on archived classes; a failure is one line
         elif args.command == "cluster":
             from streamlab.lab import cluster as lab_cluster

@@ -283,7 +283,11 @@ def _kafka_config(port: int, folder: Path) -> Path:
     return path
 
 
-def _start_kafka(port: int, folder: Path) -> None:
+def _start_kafka(port: int, folder: Path, cds_options: list[str] | None = None) -> None:
+    """Format (the first time) and start the broker; its JVM maps the class-data sharing archive when there is one
+    (cds_options: setup's throw-away broker that makes it)."""
+    from streamlab.lab import cds
+
     config = _kafka_config(port, folder)
     data = folder / "data"
     if not (data / "meta.properties").is_file():
@@ -300,7 +304,8 @@ def _start_kafka(port: int, folder: Path) -> None:
                            "`python -m streamlab broker start` again when it is quieter.") from None
         if done.returncode != 0:
             raise LabError(f"Formatting the broker's storage failed: {_last_lines(done.stdout + done.stderr)}")
-    _launch(_java(folder, "kafka.Kafka", str(config), heap=KAFKA_HEAP), port, folder, "Apache Kafka")
+    heap = [*KAFKA_HEAP, *(cds.broker_options() if cds_options is None else cds_options)]
+    _launch(_java(folder, "kafka.Kafka", str(config), heap=heap), port, folder, "Apache Kafka")
 
 
 def _start_noida(port: int, folder: Path) -> None:

@@ -16,8 +16,9 @@ setup makes it. A driver gets `-XX:SharedArchiveFile=… -Xshare:auto` only when
 with the archive's magic number; Java checks the class path itself again and, with -Xshare:auto, starts without the
 archive on any mismatch (one warning line in spark.log), it never refuses to start. An archive is written under a
 temporary name and renamed when complete. Making one that fails is one line of setup's output, never an error: the
-lab runs the same without it, only slower to start. (The broker's JVMs would gain too, as measured above, but are not
-wired yet: `archive_path("broker", …)` and `use_options` are ready for the KRaft launcher.)
+lab runs the same without it, only slower to start. The brokers' archive (the lab's broker and the cluster's three
+nodes run the same jars) is made the same way before setup starts the lab's broker: a throw-away broker in a temporary
+folder, started with -XX:ArchiveClassesAtExit and stopped once it answers.
 
 Where: `<state folder>/jars/cds/`, because a hub's learners (other Linux accounts) reach `.streamlab/jars` through the
 link in their own state folder, and behind walls `.streamlab/jars` is what is kept (streamlab/workshop/walls.py); the
@@ -181,3 +182,20 @@ def driver_options(conf: dict) -> str:
         _dumping.update(target=target, tmp=_temporary(target))
         return f" -XX:ArchiveClassesAtExit={_dumping['tmp']}"
     return "".join(f" {option}" for option in use_options(target))
+
+
+# ---- the brokers ---------------------------------------------------------------------------------------------------
+
+def broker_archive_path() -> Path:
+    """The archive for Kafka broker JVMs on the lab's broker jars (the lab's broker and the cluster's nodes)."""
+    from streamlab.lab.jars import broker_bundle
+
+    return archive_path("broker", java_binary(), [str(p) for p in broker_bundle().jars()])
+
+
+def broker_options() -> list[str]:
+    """What a broker JVM adds to its options: the archive's when a valid one exists for the broker jars, else []."""
+    try:
+        return use_options(broker_archive_path())
+    except Exception:  # missing jars or Java: the broker's own start says so; never because of the archive
+        return []

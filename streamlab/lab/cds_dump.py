@@ -100,6 +100,42 @@ def make_driver_archive() -> str:
     return f"class-data sharing: Spark's driver archive {last} in {time.monotonic() - began:.0f} s"
 
 
+def make_broker_archive() -> str:
+    """setup's line for the brokers' archive: cached, made by a throw-away broker, or why not (never an error)."""
+    import shutil
+    import tempfile
+
+    if not cds.enabled():
+        return "class-data sharing: off for the brokers (STREAMLAB_CDS=off)"
+    from streamlab.lab import broker
+    from streamlab.lab.jars import broker_bundle
+
+    if not broker_bundle().ready():
+        return "class-data sharing: no archive for the brokers (their jars are not set up)"
+    began = time.monotonic()
+    folder = None
+    try:
+        target = cds.broker_archive_path()
+        if cds.valid(target):
+            return f"class-data sharing: the brokers' archive cached ({target.name})"
+        tmp = cds._temporary(target)
+        folder = Path(tempfile.mkdtemp(prefix="streamlab-cds-broker-"))
+        # Its own folder and a free port: the lab's broker, if one runs, is not touched.
+        broker._start_kafka(broker.free_port(), folder, cds_options=[f"-XX:ArchiveClassesAtExit={tmp}"])
+        pid = int((folder / "broker.pid").read_text())
+        broker._terminate(pid, grace=DUMP_TIMEOUT_S)  # a clean shutdown: the JVM writes the archive as it exits
+        if not cds._publish("broker", tmp, target):
+            raise RuntimeError(f"the broker wrote no archive ({broker._log_tail(folder)})")
+    except Exception as exc:
+        cds.remove_orphans("broker")
+        return f"class-data sharing: no archive for the brokers ({_why(exc)}); they start without it"
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+    return (f"class-data sharing: the brokers' archive made {target.name} ({target.stat().st_size >> 20} MB) "
+            f"in {time.monotonic() - began:.0f} s")
+
+
 def _why(exc: BaseException) -> str:
     return _why_text(str(exc)) if not isinstance(exc, subprocess.TimeoutExpired) else "it took too long"
 

@@ -246,8 +246,11 @@ def _format(nodes: list[int], scram_password: str | None) -> None:
 def _start_node(node: int, scram_password: str | None) -> subprocess.Popen:
     here = _node_dir(node)
     config = _node_config(node, scram_password)
+    from streamlab.lab.cds import broker_options
+
+    heap = [*NODE_HEAP, *broker_options()]  # the brokers' class-data sharing archive, when setup made one
     with open(here / "broker.out", "ab") as log:
-        proc = subprocess.Popen(java_command(here, "kafka.Kafka", str(config), heap=NODE_HEAP), stdout=log,
+        proc = subprocess.Popen(java_command(here, "kafka.Kafka", str(config), heap=heap), stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=here)
     (here / "broker.pid").write_text(str(proc.pid))
     return proc

@@ -173,3 +173,39 @@ def test_a_dump_left_by_an_ended_process_is_removed_and_a_running_one_kept(lab):
     left.write_bytes(b"a killed dump")
     cds.remove_orphans("driver")
     assert running.exists() and not left.exists()
+
+
+def test_the_brokers_map_their_archive_only_when_it_matches_their_jars(lab, monkeypatch):
+    from streamlab.lab import jars
+
+    broker_jars = lab["tmp"] / "state" / "jars" / "kafka-4.2.0"
+    broker_jars.mkdir()
+    (broker_jars / "kafka_2.13-4.2.0.jar").write_bytes(b"jar")
+    (broker_jars / "manifest.json").write_text('{"jars": ["kafka_2.13-4.2.0.jar"]}')
+    monkeypatch.setattr(cds, "java_binary", lambda: lab["java"])
+    assert jars.broker_bundle().ready()
+    assert cds.broker_options() == []  # none made yet
+    target = _archive(cds.broker_archive_path())
+    assert target.name.startswith("broker-java17.0.15-")
+    assert cds.broker_options() == [f"-XX:SharedArchiveFile={target}", "-Xshare:auto"]
+    (broker_jars / "kafka_2.13-4.2.0.jar").write_bytes(b"another kafka")  # a new Kafka: another archive
+    assert cds.broker_archive_path() != target and cds.broker_options() == []
+    (broker_jars / "manifest.json").unlink()  # jars not set up: the broker's own start says so, not this
+    assert cds.broker_options() == []
+
+
+def test_setup_says_in_one_line_when_the_brokers_archive_cannot_be_made(lab, monkeypatch):
+    from streamlab.errors import LabError
+    from streamlab.lab import broker
+
+    monkeypatch.setattr("streamlab.lab.jars.Bundle.ready", lambda self: True)
+    monkeypatch.setattr(cds, "broker_archive_path", lambda: cds.folder() / "broker-java17.0.15-k.jsa")
+
+    def fails(port, folder, cds_options=None):
+        assert cds_options and cds_options[0].startswith("-XX:ArchiveClassesAtExit=")
+        raise LabError("The Apache Kafka broker exited at start: no space left")
+
+    monkeypatch.setattr(broker, "_start_kafka", fails)
+    line = cds_dump.make_broker_archive()
+    assert "\n" not in line and "no space left" in line and "start without it" in line
+    assert not list(cds.folder().glob("*.tmp")) and not list(cds.folder().glob("*.jsa"))
