@@ -55,7 +55,7 @@ def test_a_key_shared_between_learners_is_worth_a_guess_and_the_solution_full_ma
             cell.source = f'q{hit.group(1)} = "{letters[int(hit.group(1))]}"  # Ada\'s key'
     nbformat.write(copied, subs / "carol" / AID / f"{AID}.ipynb")
 
-    results = {r.student: r for r in grade_cohort(subs, tmp_path / "out", workers=2, timeout=600, source=SOURCE,
+    results = {r.student: r for r in grade_cohort(subs, tmp_path / "out", workers=3, timeout=600, source=SOURCE,
                                                   quiet=True)}
     for student in ("ada", "carol", "untouched"):
         assert results[student].error is None, (student, results[student].error)
