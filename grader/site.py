@@ -97,11 +97,14 @@ def _relinked(html: str) -> str:
 
 
 def _static(nb) -> None:
-    """Leave out what needs a kernel or a script: widget views and state, JavaScript, a widget's bare repr."""
+    """Leave out what needs a kernel or a script: widget views and state, JavaScript, a widget's bare repr; and the
+    code of a cell whose source the notebook hides, where a run printed what it shows (a quiz's options)."""
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
+        if cell.metadata.get("jupyter", {}).get("source_hidden") and cell.get("outputs"):
+            cell.metadata.setdefault("transient", {})["remove_source"] = True
         kept = []
         for out in cell.get("outputs", []):
             data = out.get("data")

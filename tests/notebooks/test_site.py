@@ -246,6 +246,9 @@ def test_a_run_s_outputs_are_shown_and_what_needs_a_kernel_is_not(tmp_path):
                                                          "version_minor": 0},
             "text/plain": "VBox(children=(Button(description='Check my work'),))"})]
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"abc123": {"secret": 1}}}}
+    options = next(c for c in code if c.metadata.get("jupyter", {}).get("source_hidden")
+                   and "quiz.options(" in c.source)
+    options.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a) shown in the run's own order\n")]
     ran = tmp_path / "executed"
     ran.mkdir()
     nbformat.write(nb, ran / f"{aid}.ipynb")
@@ -263,6 +266,8 @@ def test_a_run_s_outputs_are_shown_and_what_needs_a_kernel_is_not(tmp_path):
     assert f'src="data:image/png;base64,{base64.b64encode(chart).decode()}"' in html, "the chart is not shown"
     assert "<script" not in html and "abc123" not in html and "def456" not in html and "VBox(" not in html
     assert "alert(" not in html and "widget-state" not in html
+    assert "shown in the run's own order" in searchable(page) and "quiz.options(" not in searchable(page), \
+        "a quiz's options cell shows its code (hidden in the notebook) instead of only the options it printed"
     assert len(built.skipped) == 1 and other in built.skipped[0], built.skipped
     skipped_page = built.out / other / f"{other}.html"
     assert "from a changed notebook" not in searchable(skipped_page) and "answer = 42" not in searchable(skipped_page)
