@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -90,6 +91,9 @@ def runs(request, tmp_path_factory, bootstrap):
         for student, answers in CHEATS.get(aid, {}).items():
             (subs / student / aid).mkdir(parents=True)
             nbformat.write(_cheating(aid, answers), subs / student / aid / f"{aid}.ipynb")
+        if aid == SHARED_KEY:
+            (subs / "shared-key" / aid).mkdir(parents=True)
+            nbformat.write(_with_shared_key(aid)[0], subs / "shared-key" / aid / f"{aid}.ipynb")
     with ThreadPoolExecutor(LAB_RUNS) as pool:
         labs = {}
         for aid in (aid for aid in ids if aid in LAB_IDS):
@@ -112,6 +116,44 @@ def _cheating(aid: str, answers: dict[str, str]):
     for gid, source in answers.items():
         cells[gid].source = source
     return nb
+
+
+# Quiz options are shown in each learner's own order (streamlab.course.quiz): the solution answers with the letters
+# its grading's learner ("solution") sees. Module 8 (32 lettered questions) is also handed in by "shared-key", with
+# those letters copied into every lettered answer, as a key passed round a room would be.
+SHARED_KEY = "08-cheat-sheet"
+
+
+def _lettered_tests(nb) -> dict[int, str]:
+    """{question number: grade id of its test cell} of the lettered questions."""
+    from grader import lint
+
+    keys = lint.lettered(nb)
+    return {int(n): grade_id(cell) for cell in nb.cells if cell.cell_type == "code" and "quiz.reveal(" in cell.source
+            for n in re.findall(r"quiz\.reveal\(\s*q(\d+)\s*,", cell.source) if int(n) in keys}
+
+
+@functools.cache
+def _with_shared_key(aid: str):
+    """(the solution answering with the letters learner "solution" sees, {grade id of each lettered test: the
+    points those letters must earn when read through learner "shared-key"'s own order})."""
+    from grader import lint
+    from streamlab.course import quiz
+    from streamlab.course.variants import Variant, student_seed
+
+    solution = _solution(aid)
+    keys, tests, written = lint.lettered(solution), _lettered_tests(solution), lint.written_options(solution)
+    mine = Variant(aid, student_seed("solution", aid), {})
+    theirs = Variant(aid, student_seed("shared-key", aid), {})
+    letters = {n: quiz.seen(f"q{n}", key, "".join(written[n]), drawn=mine) for n, key in keys.items()}
+    expected = {tests[n]: float(quiz.canonical(f"q{n}", letters[n], "".join(written[n]), drawn=theirs) == keys[n])
+                for n in keys}
+    copied = nbformat.from_dict(solution)
+    for cell in copied.cells:
+        hit = re.fullmatch(r"q(\d+)_answer", grade_id(cell) or "")
+        if hit and int(hit.group(1)) in letters:
+            cell.source = f'q{hit.group(1)} = "{letters[int(hit.group(1))]}"  # the key another learner shared'
+    return copied, expected
 
 
 def _report_timings(config, results: dict, lab: dict, total: float) -> None:
@@ -329,3 +371,22 @@ def test_the_lab_run_leaves_no_temporary_folder(lab_run):
 def test_the_gradings_leave_no_temporary_folder(runs):
     _, left = runs
     assert not left, f"grading the solutions and the untouched versions left {left}"
+
+
+@pytest.mark.timeout(3600)
+def test_a_quiz_key_shared_between_learners_is_worth_a_guess(runs):
+    """A key passed round ("Q3 is b"), graded through the learner's own order: exactly the questions where the
+    other learner's letter shows the right option in hers earn their point (under half), and every other exercise of
+    the solution keeps full marks on her variant."""
+    if SHARED_KEY not in runs[0]:
+        pytest.skip(f"{SHARED_KEY} was not selected")
+    expected = _with_shared_key(SHARED_KEY)[1]
+    assert 0 < sum(expected.values()) < len(expected) / 2, "these two learners' orders would not show the point"
+    shared = runs[0][SHARED_KEY][0]["shared-key"]
+    assert shared.error is None, shared.error
+    points = {e.grade_id: e for e in shared.exercises}
+    assert {gid: points[gid].points for gid in expected} == expected, \
+        "the shared letters are not read through her order"
+    others = [e for gid, e in points.items() if gid not in expected]
+    assert others and all(e.status == "passed" for e in others), \
+        [(e.grade_id, e.hint) for e in others if e.status != "passed"]
