@@ -72,7 +72,8 @@ def test_inside_its_namespace_a_run_reaches_its_broker_and_nothing_else(tmp_path
     broker, hub = _echo_server(), _echo_server()
     bport, hport = broker.getsockname()[1], hub.getsockname()[1]
     python = os.path.realpath(sys.executable)
-    script = f"{python} -I -S -c \"$1\" {tmp_path / 'relay'} -1 -1 {bport} && exec {sys.executable} -c \"$2\" {bport} {hport}"
+    script = (f"{python} -I -S -c \"$1\" {tmp_path / 'relay'} -1 -1 {bport} && "
+              f"exec {sys.executable} -c \"$2\" {bport} {hport}")
     with broker, hub, Relay(tmp_path / "relay", [bport]) as relay:
         done = subprocess.run([*INNER, "sh", "-c", script, "sh", INSIDE, CLIENT], capture_output=True, text=True,
                               timeout=60)
