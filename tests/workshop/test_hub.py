@@ -31,7 +31,22 @@ from streamlab.workshop.hub import Settings
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.timeout(2400)]  # minutes on a machine shared by many runs
 
 # 00-setup, handed in by ada (its one real grading here), and the fixture every learner hands in
-RIGHT_00 = {"ex1_cap": "cap = -(-ex1_records // ex1_batches)", "q1_answer": 'q1 = "b"'}
+def _q1_as_ada_sees_it() -> str:
+    """00-setup's Q1 answered as ada writes it: the key's option under the letter her own order shows it
+    (streamlab.course.quiz: each learner sees a quiz's options in an order drawn from her seed)."""
+    import nbformat
+
+    from grader import lint
+    from grader.course import SOURCE
+    from streamlab.course import quiz
+    from streamlab.course.variants import Variant, student_seed
+
+    nb = nbformat.read(SOURCE / "00-setup" / "00-setup.ipynb", as_version=4)
+    key, written = lint.lettered(nb)[1], lint.written_options(nb)[1]
+    return quiz.seen("q1", key, "".join(written), drawn=Variant("00-setup", student_seed("ada", "00-setup"), {}))
+
+
+RIGHT_00 = {"ex1_cap": "cap = -(-ex1_records // ex1_batches)", "q1_answer": f'q1 = "{_q1_as_ada_sees_it()}"'}
 FIXTURE, FIXTURES = "fx-basics", Path(__file__).resolve().parents[1] / "fixtures" / "solutions"
 RIGHT = {"q1_answer": 'q1 = "b"', "q2_answer": "q2 = 250"}
 WRONG = {"q1_answer": 'q1 = "c"', "q2_answer": "q2 = 1000"}
