@@ -504,18 +504,13 @@ def route_save_modes() -> None:
     patches.install("offline-stream-writes")  # with the batch hook, so the engine's install() needs one call
 
 
-def save_mode_hooks(cls, originals: dict) -> dict:
-    """The patch "offline-save-modes" (streamlab.patches) on DataFrameWriter: see route_save_modes."""
-    from pyspark.errors import AnalysisException
+def _option_recorders(originals: dict):
+    """A writer's format/option/options, each also noting on the writer what it was given (Spark keeps a writer's
+    options in the JVM only): whether its format is this engine's, and its options by lower-cased key, the last one
+    winning as in Spark. The save-mode and stream-write hooks read them."""
     from pyspark.sql.utils import to_str
 
     from streamlab.offline import serves
-
-    def _mode(self, saveMode):
-        result = originals["mode"](self, saveMode)  # Spark validates the name first
-        if saveMode is not None:
-            self._streamlab_mode = str(saveMode).strip().lower()
-        return result
 
     def _format(self, source):
         result = originals["format"](self, source)
@@ -524,13 +519,28 @@ def save_mode_hooks(cls, originals: dict) -> dict:
 
     def _option(self, key, value):
         result = originals["option"](self, key, value)
-        self.__dict__.setdefault("_streamlab_options", {})[key.lower()] = to_str(value)  # last one wins, as in Spark
+        self.__dict__.setdefault("_streamlab_options", {})[key.lower()] = to_str(value)
         return result
 
     def _options(self, **opts):
         result = originals["options"](self, **opts)
         self.__dict__.setdefault("_streamlab_options", {}).update({k.lower(): to_str(v) for k, v in opts.items()})
         return result
+
+    return _format, _option, _options
+
+
+def save_mode_hooks(cls, originals: dict) -> dict:
+    """The patch "offline-save-modes" (streamlab.patches) on DataFrameWriter: see route_save_modes."""
+    from pyspark.errors import AnalysisException
+
+    def _mode(self, saveMode):
+        result = originals["mode"](self, saveMode)  # Spark validates the name first
+        if saveMode is not None:
+            self._streamlab_mode = str(saveMode).strip().lower()
+        return result
+
+    _format, _option, _options = _option_recorders(originals)
 
     def _save(self, path=None, format=None, mode=None, partitionBy=None, **opts):
         self.mode(mode).options(**opts)
@@ -571,29 +581,12 @@ def route_stream_writes() -> None:
 
 def stream_write_hooks(cls, originals: dict) -> dict:
     """The patch "offline-stream-writes" (streamlab.patches) on DataStreamWriter: see route_stream_writes."""
-    from pyspark.sql.utils import to_str
-
-    from streamlab.offline import serves
-
     def _outputMode(self, outputMode):
         result = originals["outputMode"](self, outputMode)  # Spark validates the name first
         self._streamlab_output_mode = str(outputMode).strip().lower()
         return result
 
-    def _format(self, source):
-        result = originals["format"](self, source)
-        self._streamlab_kafka = serves(source)
-        return result
-
-    def _option(self, key, value):
-        result = originals["option"](self, key, value)
-        self.__dict__.setdefault("_streamlab_options", {})[key.lower()] = to_str(value)
-        return result
-
-    def _options(self, **opts):
-        result = originals["options"](self, **opts)
-        self.__dict__.setdefault("_streamlab_options", {}).update({k.lower(): to_str(v) for k, v in opts.items()})
-        return result
+    _format, _option, _options = _option_recorders(originals)
 
     def _queryName(self, queryName):
         self._streamlab_query_name = queryName
