@@ -392,8 +392,7 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
     from dataclasses import asdict
 
     from .judge import preload
-    from .runner import answer_owners, assemble, run, tests_of
-    from .worker import _judge_spark
+    from .runner import answer_owners, assemble, judge_spark, run, tests_of
 
     started = time.monotonic()
     path = Path(path).resolve()
@@ -445,7 +444,7 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
                         stderr_to(root / "kernel.log"), watch:
                     if box is None:
                         preload()  # the code files could change while learner code runs: import what checks use now
-                        outcome = run(graded_nb, tests, owners, Path(work), limit, None, _judge_spark, audit=audit)
+                        outcome = run(graded_nb, tests, owners, Path(work), limit, None, judge_spark, audit=audit)
                     else:
                         job = {"nb": graded_nb, "tests": {g: asdict(t) for g, t in tests.items()}, "owners": owners,
                                "workdir": work, "timeout": limit, "kernel_sandbox": True, "audit": audit}

@@ -141,6 +141,14 @@ def _cell_label(cell, index: int) -> str:
     return f"cell {index + 1} (`{first[:40]}`)" if first else f"cell {index + 1}"
 
 
+def judge_spark():
+    """The grader's own Spark session, for checks that run a query with the learner's options: the `spark_factory`
+    that grading and the sandboxed worker give `run`."""
+    import streamlab
+
+    return streamlab.spark()
+
+
 def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeout: int,
         sandbox=None, spark_factory=None, kernel_log: Path | None = None, audit: bool = False) -> Run:
     """Execute `nb` in a fresh kernel (inside `sandbox` when given); judge each test cell when its turn comes

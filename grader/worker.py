@@ -20,7 +20,7 @@ def run_job(job: dict) -> dict:
     """Run one job (as grading.grade_notebook sends it) and return what happened, as JSON-able data."""
     import nbformat
 
-    from .runner import Test, run
+    from .runner import Test, judge_spark, run
     from .sandbox import Sandbox, dropped
 
     if dropped():  # a root-run grader must have dropped to its account before starting this worker
@@ -29,18 +29,11 @@ def run_job(job: dict) -> dict:
     nb = nbformat.from_dict(job["nb"])
     tests = {gid: Test(**spec) for gid, spec in job["tests"].items()}
     box = Sandbox() if job.get("kernel_sandbox") else None  # nested: locks the mounts, ends the kernel's processes
-    outcome = run(nb, tests, job["owners"], Path(job["workdir"]), int(job["timeout"]), box, _judge_spark,
+    outcome = run(nb, tests, job["owners"], Path(job["workdir"]), int(job["timeout"]), box, judge_spark,
                   audit=bool(job.get("audit")))
     return {"nb": outcome.nb, "verdicts": {g: asdict(v) for g, v in outcome.verdicts.items()},
             "stopped": outcome.stopped, "cell_errors": {str(k): v for k, v in outcome.cell_errors.items()},
             "audits": outcome.audits}
-
-
-def _judge_spark():
-    """The grader's own Spark session, for checks that run a query with the learner's options."""
-    import streamlab
-
-    return streamlab.spark()
 
 
 def main() -> int:
