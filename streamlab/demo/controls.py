@@ -111,6 +111,7 @@ class Controls:
         self._auto = False  # True while the script moves a control, so its move is not taken for a person's
         self._touched = False
         self._touched_knobs: set = set()
+        self._person_moved = False  # since the last restart, a person (not the script or a controller) moved a knob
         self._wanted: dict = {}  # restarting knobs moved, applied by the next restart
         self._handle = None
         self._sliders: dict = {}
@@ -146,6 +147,7 @@ class Controls:
         if not self._auto:
             self._touched = True
             self._touched_knobs.add(knob)
+            self._person_moved = True  # a restart for a person is not kept waiting (loop.RESTART_IDLE_WAIT_S)
             # the script yields to a person: all of it (script_until_touched), or at least its moves of this knob
             self._pending_script = [] if self.script_until_touched else [
                 step for step in self._pending_script if _step_knob(step) != knob]

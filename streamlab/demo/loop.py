@@ -26,9 +26,12 @@ DRAW_SHARE = 1 / 3  # ...and for at most a third of the time: a PNG costs 0.15-0
 REDRAW_AT_MOST_S = 2.0  # ...but never less often than this (a kernel's first draw also imports matplotlib)
 BROKER_PROBE_S = 2.0  # how often the loop asks whether the broker still answers
 BROKER_MISSES = 2  # failed probes in a row that end the demo (the first batch of a loaded machine can be slow)
-STOP_IDLE_WAIT_S = 10.0  # the demo's end waits this long at most for the query to be between batches...
-RESTART_IDLE_WAIT_S = 1.0  # ...a knob's restart only this long: batches longer than the trigger are never between
-# batches, and a learner who typed a trigger must see it applied now, not 10 s later (the batch cut is replayed)
+STOP_IDLE_WAIT_S = 10.0  # a stop waits this long at most for the query to be between batches...
+RESTART_IDLE_WAIT_S = 1.0  # ...but a person's move only this long when batches outlast the trigger: such a query is
+# never between batches, and a learner who typed a trigger must see it applied now, not 10 s later (the batch cut is
+# replayed). Batches that fit in the trigger are let finish: the next idle moment comes within one interval. A
+# script's or a controller's restart keeps the long wait: the query works on meanwhile, where a cut batch and a
+# replay would cost a short race (module 05's Exercise 4) seconds.
 
 
 STARTING_OFFSETS = ("latest", "earliest")
@@ -223,12 +226,14 @@ class LiveLoop:
         with self._lock:
             knobs, self._pending_restart = self._pending_restart, []
             wanted, self._wanted = self._wanted, {}
+            by_person, self._person_moved = self._person_moved, False
             self._restarting = dict(wanted)  # the readout says "restarting with …" until the new query runs
         if not knobs:
             return
         try:
             self._show_readout(self.now())
-            self._stop_query(idle_wait=RESTART_IDLE_WAIT_S)
+            prompt = by_person and self._never_idle()
+            self._stop_query(idle_wait=RESTART_IDLE_WAIT_S if prompt else STOP_IDLE_WAIT_S)
             before = self.settings
             for key, value in wanted.items():
                 self._settings[key] = value  # checked by set()
@@ -237,6 +242,15 @@ class LiveLoop:
             self._relaunch("restart: " + (", ".join(changed) or "same settings"))
         finally:
             self._restarting = {}
+
+    def _never_idle(self) -> bool:
+        """Whether the query is never between batches: the demo's last batch took at least the trigger interval (or
+        the trigger is "as fast as possible"), so the next one starts as soon as it ends. False before any batch."""
+        if not self.history:
+            return False
+        last = self.history[-1]
+        trigger_ms = self._settings["trigger_seconds"] * 1000
+        return not trigger_ms or (last["duration_ms"] or 0) >= trigger_ms
 
     def _show_readout(self, now: float, ended: bool | None = None) -> None:
         """The readout under the controls, from any thread (a widget's value reaches the browser from any)."""

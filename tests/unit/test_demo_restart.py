@@ -47,13 +47,15 @@ def clock(monkeypatch):
     return fake
 
 
-def started(clock, busy=True, **options) -> LiveDemo:
+def started(clock, busy=True, batch_ms=2000, **options) -> LiveDemo:
+    """A demo 10 s in, its query's last batch `batch_ms` long against a 0.5 s trigger (2,000: it outlasts it)."""
     d = LiveDemo(None, "t", rate=300, max_offsets=4000, cost_ms=0.5, trigger_seconds=0.5,
                  controls=("cap", "trigger"), **options)
     d._t0, d._wall0 = time.monotonic() - 10, time.time() - 10
     d._settings["partitions"] = 3
     d.timeline.append((0.0, d.settings))
     d._make_widgets()
+    d.history.append({"batch": 0, "run": 0, "duration_ms": batch_ms, "rows": 4000})
     d._query = BusyQuery(busy)
     d.started = []
     d._start_query = lambda: d.started.append(BusyQuery(busy)) or d.started[-1]
@@ -90,13 +92,36 @@ def test_a_trigger_typed_while_batches_outlast_the_trigger_is_applied_within_the
     assert "trigger 4 s" in text(demo._readout.value)
 
 
-def test_a_query_between_batches_is_restarted_at_once_and_the_demo_s_end_still_waits_for_an_idle_moment(clock):
+def test_between_batches_at_once_within_the_trigger_let_finish_and_a_script_s_move_or_the_end_waits_longer(clock):
     demo = started(clock, busy=False)
     demo._sliders["cap"].value = 800
     demo._restart()
     assert clock.now == 0 and demo.settings["cap"] == 800
-    busy = started(clock)
+    # batches that fit in the trigger (module 05's rate controller): the restart lets the running one finish
+    fits = started(clock, batch_ms=300)
     clock.now = 0.0
+    query = fits._query
+    ends_at = 2.5  # the batch ends 2.5 s into the wait: then, between batches, the query stops
+
+    def sleep(seconds):
+        clock.now += seconds
+        query.status["isTriggerActive"] = clock.now < ends_at
+
+    clock.sleep = sleep
+    fits._sliders["cap"].value = 800
+    fits._restart()
+    assert ends_at <= clock.now <= ends_at + 0.05 and query.stopped, \
+        f"a batch within the trigger was cut at {clock.now:.2f} s instead of let finish at {ends_at} s"
+    # the same move by a script or a controller (module 05's Exercise 4): the query works on, up to the long wait
+    scripted = started(clock)
+    clock.now, clock.sleep = 0.0, lambda seconds: setattr(clock, "now", clock.now + seconds)
+    scripted._auto = True
+    scripted.set("cap", 2000)
+    scripted._auto = False
+    scripted._restart()
+    assert clock.now >= loop.STOP_IDLE_WAIT_S - 0.05 and scripted.settings["cap"] == 2000
+    busy = started(clock)
+    clock.now, clock.sleep = 0.0, lambda seconds: setattr(clock, "now", clock.now + seconds)
     busy._stop_query()  # the demo's end: its last batch may write a sink, so it gets the longer wait
     assert clock.now >= loop.STOP_IDLE_WAIT_S - 0.05 and busy._query.stopped
 
