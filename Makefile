@@ -14,14 +14,14 @@ help: ## list the targets, and the variables you may set
 	@echo "  LAB_PORT=8888            JupyterLab's port for make lab"
 	@echo "  PYTHON=python3.11        the Python 3.11 that creates .venv"
 	@echo "  CLUSTER=1                make lab on 3 brokers and a Spark cluster"
-	@echo "environment variables (README: Settings you may change):"
+	@echo "environment variables (docs/settings.md):"
 	@echo "  STREAMLAB_BROKER_PORT=9092  the lab broker's port (one per lab on a machine)"
 	@echo "  KAFKA_BOOTSTRAP=host:port   use another broker instead of starting one"
 	@echo "  STREAMLAB_ENGINE=offline    the offline fallback engine (default: Spark's connector)"
 	@echo "  STREAMLAB_SEED=N            your variant's seed (the numbers in exercises)"
 	@echo "  STREAMLAB_HOME=dir          jar cache, broker data, variants (default .streamlab/)"
 	@echo "  STREAMLAB_SPARK_UI=true     serve Spark's UI on 127.0.0.1:4040"
-	@echo "  JAVA_HOME, CI=true, GRADER_DEBUG=1; for clusters and workshops see the README"
+	@echo "  JAVA_HOME, CI=true, GRADER_DEBUG=1; for clusters and workshops see docs/settings.md"
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found: install Python 3.11 (or run make PYTHON=/path/to/python3.11)"; exit 1; }
