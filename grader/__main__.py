@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     itv.add_argument("--topics", help="comma-separated topics (default all)")
     itv.add_argument("--minutes", type=float, default=20, help="the round's length (default 20)")
     itv.add_argument("--history", action="store_true", help="print your interview history per topic and stop")
+    itv.add_argument("--forensics", action="store_true",
+                     help="a checkpoint forensics case instead: a crashed query's files, what replays and what lands "
+                          "twice (streamlab/course/forensics.py)")
     dist = sub.add_parser("distribute", help="copy the course for a graded cohort, without solutions and tests")
     dist.add_argument("out", type=Path)
     args = parser.parse_args(argv)
@@ -110,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
             from .revision import DEFAULT_OUT as REVISION_OUT, main as revision_main
 
             return revision_main(args.out or REVISION_OUT)
+        elif args.command == "interview" and args.forensics:
+            from streamlab.course.forensics import main as forensics_main
+
+            return forensics_main([])
         elif args.command == "interview":
             from streamlab.course.mock import main as interview_main
 

@@ -560,7 +560,8 @@ def progress_lines(data: dict | None = None, now: datetime | None = None) -> lis
     """The interview history as table rows for `python -m grader progress`: per topic, and the design rounds."""
     data = load() if data is None else data
     now = now or datetime.now(timezone.utc)
-    if not data["rounds"] and not data["design"]:
+    cases = data.get("forensics") if isinstance(data.get("forensics"), list) else []
+    if not data["rounds"] and not data["design"] and not cases:
         return ["interview: no mock round yet (python -m grader interview, or notebooks/INTERVIEW.ipynb)"]
     totals: dict = {}
     for rnd in data["rounds"]:
@@ -585,6 +586,12 @@ def progress_lines(data: dict | None = None, now: datetime | None = None) -> lis
         lines.append(f"  design rounds: {done} of {len(latest)} tried passed"
                      + "".join(f"; {r}: {'passed' if e['passed'] else 'missing ' + ', '.join(e['missing'][:2])}"
                                for r, e in latest.items()))
+    if cases:  # checkpoint forensics (streamlab/course/forensics.py)
+        best = max((c["score"] / c["max_score"] for c in cases if c.get("max_score")), default=0)
+        last = cases[-1]
+        lines.append(f"  checkpoint forensics: {len(cases)} case(s), last {last['score']}/{last['max_score']}"
+                     + (f" (missed {', '.join(last['missed'])})" if last.get("missed") else "")
+                     + f", best {best:.0%}")
     return lines
 
 
