@@ -24,7 +24,8 @@ from pathlib import Path
 LOOPBACK = ("127.0.0.1", "localhost")
 # Run inside the namespace, as its root, as `python -I -S -c INSIDE FOLDER UID GID PORT...`: brings the loopback up,
 # binds every port, becomes UID:GID (-1: stays), goes to the background (the sandbox's script goes on only once the
-# ports listen) and pipes each connection to FOLDER/PORT.
+# ports listen) and pipes each connection to FOLDER/PORT. Self-contained, as it runs where `grader` cannot be imported
+# (isolated, in a namespace that may not reach the course): its pipe and bridge are _pipe's and _bridge's twins.
 INSIDE = r"""
 import fcntl, os, socket, struct, sys, threading
 folder, uid, gid, ports = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [int(p) for p in sys.argv[4:]]
