@@ -22,7 +22,7 @@ def _jars(only: list[str] | None = None) -> int:
             print(f"error: {exc} ({why}: the real stack is required, no fallback)", file=sys.stderr)
             return 1
         print(f"warning: {exc}\nwarning: until then the lab runs on the offline fallback (noida-db and "
-              "streamlab's re-creation of the connector; see README, 'The offline fallback').", file=sys.stderr)
+              "streamlab's re-creation of the connector; see docs/offline.md).", file=sys.stderr)
     return 0
 
 
