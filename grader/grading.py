@@ -183,14 +183,25 @@ def collect(run, tests, notes: dict[str, list[str]]) -> tuple[list[Exercise], li
     return exercises, pending
 
 
-def table(result: Result) -> str:
-    """The learner-facing table: exercise | points | status | hint, then notes and `score: x / y`."""
+TABLE_WIDTH = 100  # characters: what a notebook's output shows on one line at 1,280 px beside the file browser
+
+
+def table(result: Result, width: int = TABLE_WIDTH) -> str:
+    """The learner-facing table: exercise | points | status | hint, then notes and `score: x / y`. A long hint
+    wraps between words inside its own column, so the columns stay aligned where the output is narrow."""
+    import textwrap
+
     rows = [("exercise", "points", "status", "hint")]
     marks = {"passed": "✓ passed", "partial": "◐ partial", "failed": "✗ failed"}  # no emoji font needed
     for ex in result.exercises:
         rows.append((ex.grade_id, f"{_num(ex.points)}/{_num(ex.max_points)}", marks[ex.status], ex.hint))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    lines = ["  ".join(r[i].ljust(widths[i]) for i in range(3)) + ("  " + r[3] if r[3] else "") for r in rows]
+    indent = sum(widths) + 2 * 3
+    lines = []
+    for r in rows:
+        hint = textwrap.wrap(r[3], max(30, width - indent), break_on_hyphens=False) if r[3] else []
+        lines.append("  ".join(r[i].ljust(widths[i]) for i in range(3)) + ("  " + hint[0] if hint else ""))
+        lines += [" " * indent + more for more in hint[1:]]
     lines.insert(1, "  ".join("-" * w for w in widths) + "  ----")
     lines += [f"note: {n}" for n in result.notes]
     if result.feedback:
