@@ -34,6 +34,8 @@ DELTA_VERSION = "4.4.0"
 # Every lab session starts with these (streamlab.lab.session._enable_delta).
 DELTA_LAB_CONF = {"spark.databricks.delta.snapshotPartitions": "2"}
 RESOLVE_TIMEOUT_S = 600
+# Ivy's runs before a resolve is given up: a first set-up here failed once (':::: ...') and passed when run again.
+RESOLVE_TRIES = 3
 
 
 def spark_version() -> str:
@@ -158,13 +160,16 @@ def resolve(bundle: Bundle, quiet: bool = True) -> list[Path]:
                "-retrieve", str(staging / "jars" / "[artifact]-[revision](-[classifier]).[ext]")]
         if quiet:
             cmd.append("-warn")
-        try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S,
-                                  stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            raise LabError(f"Resolving the {bundle.name} jars took over {RESOLVE_TIMEOUT_S} s: check the network "
-                           "(or proxy) to Maven Central and run `make setup` again.") from None
-        jars = sorted(p.name for p in (staging / "jars").glob("*.jar"))
+        for _attempt in range(RESOLVE_TRIES):  # a download can fail once and not again: Ivy's cache keeps the rest
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S,
+                                      stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired:
+                raise LabError(f"Resolving the {bundle.name} jars took over {RESOLVE_TIMEOUT_S} s: check the "
+                               "network (or proxy) to Maven Central and run `make setup` again.") from None
+            jars = sorted(p.name for p in (staging / "jars").glob("*.jar"))
+            if done.returncode == 0 and jars:
+                break
         if done.returncode != 0 or not jars:
             raise LabError(f"Could not fetch the {bundle.name} {bundle.version} jars from Maven Central "
                            f"({_ivy_reason(done.stdout + done.stderr)}). {FALLBACK_HINT}")
