@@ -6,7 +6,7 @@ import os
 import re
 import shutil
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -448,11 +448,17 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
             private = {"IPYTHONDIR": f"{work}/.ipython", "MPLCONFIGDIR": f"{work}/.matplotlib",
                        "JUPYTER_RUNTIME_DIR": f"{work}/.runtime"} if box is not None else {}
             watch = Heartbeat(Path(work), bootstrap, limit, say=_say if progress else None)
+            # A run in a network namespace of its own shares one owner token, held here (streamlab/lab/owners.py):
+            # otherwise it and the machine's kernels would each take the other's topics for orphans and delete them.
+            from streamlab.lab import owners as topic_owners
+
+            token = topic_owners.new_token() if box is not None and box.relay else None
+            shared = {topic_owners.SHARED_ENV: token} if token else {}
             try:
                 with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1", KAFKA_BOOTSTRAP=bootstrap,
                             STREAMLAB_SEED=str(seed), STREAMLAB_ASSIGNMENT=aid,
-                            **quiz_rounds_graded(student, aid, original, submitted, general), **private), \
-                        stderr_to(root / "kernel.log"), watch:
+                            **quiz_rounds_graded(student, aid, original, submitted, general), **private, **shared), \
+                        topic_owners.holding(token) if token else nullcontext(), stderr_to(root / "kernel.log"), watch:
                     if box is None:
                         preload()  # the code files could change while learner code runs: import what checks use now
                         outcome = run(graded_nb, tests, owners, Path(work), limit, None, judge_spark, audit=audit)
