@@ -57,16 +57,23 @@ class Learner:
             raise HubError(f"{method} {path}: {reply.status_code} {reply.text[:300]}")
         return reply
 
-    def start_server(self, timeout: float = 300) -> float:
-        """Ask the hub for this learner's server and wait until it is ready; return the seconds it took."""
+    def start_server(self, timeout: float = 600, tries: int = 2) -> float:
+        """Ask the hub for this learner's server and wait until it is ready; return the seconds it took. A spawn the
+        hub gave up on (its server gone, neither pending nor ready) is asked for again, `tries` times in all."""
         began = time.monotonic()
-        self.api("POST", f"/hub/api/users/{self.name}/server")
-        while time.monotonic() - began < timeout:
-            server = self.api("GET", f"/hub/api/users/{self.name}").json().get("servers", {}).get("", {})
-            if server.get("ready"):
-                return time.monotonic() - began
-            time.sleep(0.5)
-        raise HubError(f"{self.name}'s server was not ready within {timeout:.0f} s")
+        for attempt in range(1, tries + 1):
+            self.api("POST", f"/hub/api/users/{self.name}/server")
+            asked = time.monotonic()
+            while time.monotonic() - began < timeout:
+                server = self.api("GET", f"/hub/api/users/{self.name}").json().get("servers", {}).get("", {})
+                if server.get("ready"):
+                    return time.monotonic() - began
+                if not server and time.monotonic() - asked > 5:  # the hub stopped the spawn (its log says why)
+                    break
+                time.sleep(0.5)
+            else:
+                raise HubError(f"{self.name}'s server was not ready within {timeout:.0f} s")
+        raise HubError(f"{self.name}'s server failed to start {tries} times: the hub's log says why")
 
     @property
     def server(self) -> str:

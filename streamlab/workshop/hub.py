@@ -151,8 +151,10 @@ def configure(c, root: str) -> None:
     c.Spawner.cmd = [str(VENV_BIN / "jupyterhub-singleuser")]
     c.Spawner.mem_limit = settings.mem_limit
     c.Spawner.cpu_limit = float(settings.spark_cores)
-    c.Spawner.start_timeout = 120
-    c.Spawner.http_timeout = 90
+    # A server's start imports jupyter_server under a 1-core quota: seconds alone, minutes when a room logs in at
+    # once on a loaded machine (the suite's five learners beside two other lanes missed 90 s). Wait long enough.
+    c.Spawner.start_timeout = 300
+    c.Spawner.http_timeout = 240
     # How often a learner's server reports its last activity to the hub; a busy kernel counts (activity.py).
     # Learners may not add partitions on the room's Kafka: the demos' slider asks the hub's partitions service.
     from streamlab.lab.broker import free_port
