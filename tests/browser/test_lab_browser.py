@@ -14,6 +14,10 @@ import re
 import pytest
 from labpage import FIXTURES, RESULTS, ROOT, notebook_page, run_cells_through, status_of, type_into_slider
 
+# Each test starts a kernel and its Spark session and runs cells up to a live demo: about 2 minutes alone, over the
+# suite's default 5 when two other lanes load the machine (CI: the cap slider's test timed out while it waited).
+pytestmark = pytest.mark.timeout(900)
+
 MODULE = "03-consumer-lag"
 CHECKED = "fx-basics"  # the in-notebook check and the terminal command are tried on the grader's fixture
 BACKPRESSURE = "04-backpressure"
