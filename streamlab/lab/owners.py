@@ -40,7 +40,7 @@ def _name(token: str) -> bytes:
 def _given() -> str | None:
     """The token the grader gave this run (held outside its network namespace), else None."""
     token = os.environ.get(SHARED_ENV, "")
-    return token if re.fullmatch(r"[0-9a-f]{10}", token) else None
+    return token if TOKEN.fullmatch(f"o{token}") else None
 
 
 def new_token() -> str:

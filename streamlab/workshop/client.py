@@ -61,7 +61,7 @@ class Learner:
         """Ask the hub for this learner's server and wait until it is ready; return the seconds it took. A spawn the
         hub gave up on (its server gone, neither pending nor ready) is asked for again, `tries` times in all."""
         began = time.monotonic()
-        for attempt in range(1, tries + 1):
+        for _ in range(tries):
             self.api("POST", f"/hub/api/users/{self.name}/server")
             asked = time.monotonic()
             while time.monotonic() - began < timeout:
