@@ -8,9 +8,11 @@ import io
 
 
 def png(fig, dpi: int = 80) -> bytes:
-    """A matplotlib figure as PNG bytes."""
+    """A matplotlib figure as PNG bytes, drawn once. A figure with a layout engine (the demo's charts: "tight") is
+    laid out as it is drawn and saved at its size; one without is cropped to what it draws (bbox_inches="tight",
+    which costs another pass over the figure: its legends or titles may stick out of its size)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches=None if fig.get_layout_engine() is not None else "tight")
     return buf.getvalue()
 
 
