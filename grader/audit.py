@@ -16,10 +16,15 @@ understanding:
 A cheat equal to the right answer is not tried, nor are kinds a test cell declares right in a comment
 (`# audit: near, random 2 may pass (why)`: where every number in a range is a right answer). An exercise whose
 checks read what the notebook's cells made with the answer (`# audit: judged on the crash test's table`) is not
-swapped: its empty answer is proven to earn nothing by the untouched notebook's grading, its constant and wrong
-ones by grading the solution with them in place, from the start (tests/notebooks/cheats.py). The right answers go
-back before the notebook's next cell runs. Each kind must score 0 on every test cell; `audit_points` says which
-earned some.
+swapped at its test cell. Given other answers for it (`replays`: the released stub, constant and wrong ones;
+tests/notebooks/cheats.py), its section is *replayed*: from the heading above its answer to its last test cell,
+every code cell runs again in the same kernel with the other answer in place, and its test cells are judged; then
+the section runs once more with the right answer, which must earn its points again (`right answer replayed`), or a
+cheat's 0 would prove nothing. So one grading of the solution judges its untouched, constant and wrong answers too;
+a section that is not fresh when run again (a fixed checkpoint, a table it appends to) fails that last step. Without
+replays such an exercise is judged by grading the solution with other answers in place, from the start. The right
+answers go back before the notebook's next cell runs. Each kind must score 0 on every test cell; `audit_points`
+says which earned some.
 """
 from __future__ import annotations
 
@@ -32,9 +37,10 @@ KINDS = ("none", "zero", "memorized", "near", "random 1", "random 2")
 SLOW_KINDS = 2  # an exercise whose test cells take longer than SLOW_S (a live run): `none` and one more that applies
 MAY_PASS = re.compile(r"^# audit: (.+?) may pass\b", re.M)
 # An exercise judged on what the notebook's own cells made with the answer (a crash test's table), which swapping
-# the answer at the test cannot change: the untouched notebook's grading proves its empty answer earns nothing.
+# the answer at the test cannot change: its section is replayed with other answers (Auditor._replay) instead.
 OUTCOME = re.compile(r"^# audit: judged on (.+)$", re.M)
 SLOW_S = 15.0
+RIGHT_REPLAYED = "right answer replayed"  # its entry holds the points the right answer lost when replayed (0)
 
 # Runs inside the kernel being graded (the solution's: an instructor's tool, not a learner-facing check).
 AUDIT = r'''
@@ -202,8 +208,12 @@ class Auditor:
     run), so the cheats replay the whole exercise: from the judge's state before its first test cell, every one
     of its test cells in order, after the real judgment of its last."""
 
-    def __init__(self, kernel, judge, tests: dict, owners: dict[str, str], order: list[str]):
+    def __init__(self, kernel, judge, tests: dict, owners: dict[str, str], order: list[str],
+                 replays: dict | None = None, cells: list | None = None, execute=None):
         self.kernel, self.judge, self.tests = kernel, judge, tests
+        # {exercise: {kind: {answer grade id: source}}}, the notebook's cells and how to run one (runner.run's client)
+        self.replays, self.cells, self.execute = replays or {}, cells or [], execute
+        self.raised: list[str] = []  # what the cells of the last section replayed raised
         self.names = {t.exercise: [n for n, e in owners.items() if e == t.exercise] for t in tests.values()}
         self.order = [gid for gid in order if gid in tests]
         self.last = {tests[gid].exercise: gid for gid in self.order}
@@ -256,6 +266,8 @@ class Auditor:
         for gid in cells:
             outcome = OUTCOME.search(self.tests[gid].source)
             self.audits[gid] = [[f"not swapped: judged on {outcome.group(1)}", 0]] if outcome else []
+        if exercise in self.replays and any(OUTCOME.search(self.tests[gid].source) for gid in cells):
+            self._replay(exercise)
         cells = [gid for gid in cells if not OUTCOME.search(self.tests[gid].source)]
         if not cells:
             return
@@ -274,9 +286,63 @@ class Auditor:
         finally:
             self.judge.own = real_own
 
+    def _section(self, exercise: str) -> list[int]:
+        """The indices of the code cells of `exercise`'s section: from the heading above its first answer cell to its
+        last test cell."""
+        from .runner import exercise_of, grade_id, is_answer
+
+        gids = [grade_id(c) for c in self.cells]
+        answers = [i for i, c in enumerate(self.cells) if is_answer(c) and exercise_of(gids[i]) == exercise]
+        last = max(i for i, g in enumerate(gids) if g in self.tests and self.tests[g].exercise == exercise)
+        start = max((i for i in range(min(answers)) if self.cells[i].cell_type == "markdown"
+                     and self.cells[i].source.lstrip().startswith("#")), default=0)
+        return [i for i in range(start + 1, last + 1) if self.cells[i].cell_type == "code"]
+
+    def _run_section(self, exercise: str, section: list[int], sources: dict[str, str]) -> dict[str, float]:
+        """Run the section's code cells again with `sources` in its answer cells; {test grade id: points}."""
+        import copy
+
+        from .runner import grade_id
+
+        self.judge.own = dict(self.before[exercise])
+        points = {}
+        for index in section:
+            cell, gid = self.cells[index], grade_id(self.cells[index])
+            if gid in self.tests:
+                if self.tests[gid].exercise == exercise:
+                    test = self.tests[gid]
+                    verdict = self.judge.judge(gid, test.source, test.points)
+                    points[gid] = verdict.points
+                    self.raised += [verdict.error] if verdict.error else [
+                        f"{c.name} failed: {c.line}" for c in verdict.checks if not c.passed][:1]
+                continue
+            again = copy.deepcopy(cell)
+            again.source = sources.get(gid, cell.source)
+            again.outputs = []
+            self.execute(again, index)
+            self.cells[index] = cell  # nbclient puts the cell it ran in the notebook: the learner's goes back
+            self.raised += [f"cell {index + 1} raised {out.get('ename')}: {str(out.get('evalue'))[:200]}"
+                            for out in again.outputs if out.get("output_type") == "error"]
+        return points
+
+    def _replay(self, exercise: str) -> None:
+        """Each other answer of `exercise` (self.replays) through its section, then the right one again."""
+        section = self._section(exercise)
+        for kind, sources in self.replays[exercise].items():
+            for gid, points in self._run_section(exercise, section, sources).items():
+                self.audits[gid].append([f"{kind}, replayed", points])
+        self.raised = []
+        for gid, points in self._run_section(exercise, section, {}).items():
+            self.audits[gid].append([RIGHT_REPLAYED, self.tests[gid].points - points])
+            if points < self.tests[gid].points:  # why, for audit_points to say
+                self.audits[gid] += [[f"{RIGHT_REPLAYED}: {why}", None] for why in self.raised[:2]]
+
 
 def audit_points(audits: dict[str, list[list]]) -> list[str]:
-    """One line per cheat that earned points (`ex1_textbook: memorized earned 1`) or could not be tried."""
-    return [f"{gid}: {kind} earned {points:g}" if points is not None else f"{gid}: {kind}"
+    """One line per cheat that earned points (`ex1_textbook: memorized earned 1`) or could not be tried, and per
+    right answer that lost points when its section was replayed."""
+    return [f"{gid}: {kind} earned {points:g}" if points is not None and kind != RIGHT_REPLAYED
+            else f"{gid}: the right answer, its section replayed, lost {points:g}" if points is not None
+            else f"{gid}: {kind}"
             for gid, tried in audits.items() for kind, points in tried if points != 0]
 

@@ -59,7 +59,7 @@ def find_submissions(submissions: Path, source: Path = SOURCE) -> list[Task]:
 
 
 def _grade_task(task: Task, timeout: int | None, source: Path, hidden: tuple = (), sandbox: bool = True,
-                audit: bool = False) -> Result:
+                audit: bool | dict = False) -> Result:
     """Grade one task in this worker process (its own temp course); errors become a zero-score result."""
     result = Result(task.student, task.assignment, str(task.path or ""))
     if task.error is None:
@@ -95,14 +95,22 @@ def _max_score(aid: str, source: Path) -> float:
                      if c.metadata.get("nbgrader", {}).get("grade")))
 
 
+def _audit_of(audit, task: Task) -> bool | dict:
+    """What the audit of `task` is: False, True, or the sections to replay ({exercise: {kind: {grade id: source}}})."""
+    if not isinstance(audit, dict) or task.student not in audit:
+        return task.student in audit
+    return (audit[task.student] or {}).get(task.assignment) or True
+
+
 def grade_cohort(submissions: str | Path, out: str | Path, workers: int = 2, timeout: int | None = None,
                  source: Path = SOURCE, quiet: bool = False, sandbox: bool = True,
-                 audit: frozenset[str] | set[str] = frozenset()) -> list[Result]:
+                 audit: frozenset[str] | set[str] | dict = frozenset()) -> list[Result]:
     """Autograde every submission, write OUT/grades.csv, OUT/messages.csv and OUT/feedback/<student>/<id>.html.
 
     Each notebook runs in a sandbox that hides the other submissions, the results and the hidden tests; without
     one (`sandbox=False`, the command's --no-sandbox) learner code could read or change them. The students named
-    in `audit` (the answer key's) are also judged with wrong, constant and random answers (grader/audit.py).
+    in `audit` (the answer key's) are also judged with wrong, constant and random answers (grader/audit.py); as a
+    dict, {student: {assignment id: replays}} also replays those exercises' sections with other answers.
     """
     submissions, out, source = Path(submissions).resolve(), Path(out).resolve(), Path(source).resolve()
     tasks = find_submissions(submissions, source)
@@ -128,12 +136,12 @@ def grade_cohort(submissions: str | Path, out: str | Path, workers: int = 2, tim
     hidden = (submissions, out)
     n = len(tasks)
     if workers <= 1 or n <= 1:
-        results = [_grade_task(t, timeout, source, hidden, sandbox, t.student in audit) for t in tasks]
+        results = [_grade_task(t, timeout, source, hidden, sandbox, _audit_of(audit, t)) for t in tasks]
     else:
         ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=fast_imports) as pool:
             results = list(pool.map(_grade_task, tasks, [timeout] * n, [source] * n, [hidden] * n, [sandbox] * n,
-                                    [t.student in audit for t in tasks]))
+                                    [_audit_of(audit, t) for t in tasks]))
     write_outputs(results, out)
     if not quiet:
         for r in results:

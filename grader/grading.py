@@ -392,10 +392,11 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
                    source: Path = SOURCE, timeout: int | None = None,
                    feedback_dir: str | Path | None = None, seed: int | None = None,
                    hidden: tuple = (), require_sandbox: bool = False, progress: bool = False,
-                   audit: bool = False) -> Result:
+                   audit: bool | dict = False) -> Result:
     """Grade one notebook (a copy; the file is never modified): its cells run in a sandboxed kernel, its tests here.
 
-    `audit`: also judge each test cell with wrong, constant and random answers (grader/audit.py)."""
+    `audit`: also judge each test cell with wrong, constant and random answers (grader/audit.py); a dict also
+    replays exercises' sections with other answers ({exercise: {kind: {answer grade id: source}}})."""
     import tempfile
 
     import nbformat

@@ -150,9 +150,10 @@ def judge_spark():
 
 
 def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeout: int,
-        sandbox=None, spark_factory=None, kernel_log: Path | None = None, audit: bool = False) -> Run:
+        sandbox=None, spark_factory=None, kernel_log: Path | None = None, audit: bool | dict = False) -> Run:
     """Execute `nb` in a fresh kernel (inside `sandbox` when given); judge each test cell when its turn comes
-    (`audit`: and again with wrong, constant and random answers, grader/audit.py)."""
+    (`audit`: and again with wrong, constant and random answers, grader/audit.py; a dict also names other answers
+    whose exercise's section is replayed, {exercise: {kind: {answer grade id: source}}})."""
     import nbformat
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
@@ -193,7 +194,9 @@ def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeo
             if audit:
                 from .audit import Auditor
 
-                judge.auditor = Auditor(kernel, judge, tests, owners, [grade_id(c) for c in nb.cells])
+                judge.auditor = Auditor(kernel, judge, tests, owners, [grade_id(c) for c in nb.cells],
+                                        replays=audit if isinstance(audit, dict) else None, cells=nb.cells,
+                                        execute=client.execute_cell)
                 outcome.audits = judge.auditor.audits
             watchdog.start()
             _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKernelError, nbformat)

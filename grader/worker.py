@@ -30,7 +30,7 @@ def run_job(job: dict) -> dict:
     tests = {gid: Test(**spec) for gid, spec in job["tests"].items()}
     box = Sandbox() if job.get("kernel_sandbox") else None  # nested: locks the mounts, ends the kernel's processes
     outcome = run(nb, tests, job["owners"], Path(job["workdir"]), int(job["timeout"]), box, judge_spark,
-                  audit=bool(job.get("audit")))
+                  audit=job.get("audit") or False)
     return {"nb": outcome.nb, "verdicts": {g: asdict(v) for g, v in outcome.verdicts.items()},
             "stopped": outcome.stopped, "cell_errors": {str(k): v for k, v in outcome.cell_errors.items()},
             "audits": outcome.audits}

@@ -223,6 +223,17 @@ def rows(spark, path, *columns) -> list[tuple]:
         return []
 
 
+def fresh(folder, name: str) -> str:
+    """A path in `folder` where nothing is yet: `name`, then `name-2`, `name-3`… An exercise's cell run again after a
+    fix writes a new table from a new checkpoint, not onto what its last run left (a checkpoint that has read
+    everything reads nothing more, and the check would read the old table)."""
+    path, n = Path(str(folder), name), 1
+    while path.exists():
+        n += 1
+        path = Path(str(folder), f"{name}-{n}")
+    return str(path)
+
+
 def table_written(path, name: str) -> None:
     """A visible check of an exercise's table: that the notebook's cell wrote it (its content is graded hidden)."""
     from streamlab.course.checks import expect_form

@@ -1,9 +1,10 @@
 """Every assignment in solutions/: the solution scores full marks; the untouched student version runs and scores 0;
 no wrong, constant or random answer earns a point on any exercise (grader/audit.py, run on the solution's grading).
-The untouched version is graded only where checks read what its own cells made (UNTOUCHED_GRADED); elsewhere the
-audit's `none` cheat gives each exercise the stubs' None on the solution's run. Where checks read what the
-notebook made, the audit cannot swap an answer, so the solution with constant and wrong answers in those exercises
-(tests/notebooks/cheats.py) is graded too, from the start.
+Each module is graded once, its solution, where the audit also judges the stubs (its `none` cheat) and wrong and
+constant answers. Where checks read what the notebook's cells made with an answer (UNTOUCHED_GRADED), the audit
+replays that exercise's section with the released stubs and with tests/notebooks/cheats.py's answers, then with the
+right one (cheats.REPLAYED); module 6, whose sections are not all fresh when run again, has its untouched version
+and its cheating notebooks graded from the start.
 
 Parametrised over whatever solutions/ holds when the tests are collected. Streaming notebooks spend much of their
 time waiting (trigger intervals, demos that run for seconds), so every run goes at once, in one go before the
@@ -25,8 +26,8 @@ from concurrent.futures import ThreadPoolExecutor
 import nbformat
 import pytest
 
-from cheats import CHEATS
-from grader.audit import OUTCOME
+from cheats import CHEATS, REPLAYED
+from grader.audit import OUTCOME, RIGHT_REPLAYED
 from grader.cohort import grade_cohort
 from grader.course import ROOT, SOURCE, assignments, release
 from grader.runner import exercise_of, grade_id
@@ -84,11 +85,11 @@ def runs(request, tmp_path_factory, bootstrap):
     for aid in ids:
         for student, nb in (("solution", SOURCE / aid / f"{aid}.ipynb"),
                             ("untouched", student_versions / aid / f"{aid}.ipynb")):
-            if student == "untouched" and aid not in UNTOUCHED_GRADED:
+            if student == "untouched" and (aid not in UNTOUCHED_GRADED or aid in REPLAYED):
                 continue
             (subs / student / aid).mkdir(parents=True)
             shutil.copyfile(nb, subs / student / aid / f"{aid}.ipynb")
-        for student, answers in CHEATS.get(aid, {}).items():
+        for student, answers in ({} if aid in REPLAYED else CHEATS.get(aid, {})).items():
             (subs / student / aid).mkdir(parents=True)
             nbformat.write(_cheating(aid, answers), subs / student / aid / f"{aid}.ipynb")
         if aid == SHARED_KEY:
@@ -101,11 +102,29 @@ def runs(request, tmp_path_factory, bootstrap):
             shutil.copytree(student_versions / aid, copy)
             labs[aid] = pool.submit(run_as_a_learner, copy / f"{aid}.ipynb", tmp / "lab-tmp" / aid,
                                     EXECUTED / f"{aid}.ipynb")  # its outputs for the site (test_site.py)
-        graded = grade_cohort(subs, tmp / "out", workers=GRADERS, source=SOURCE, quiet=True, audit={"solution"})
+        replays = {aid: _replays(aid, student_versions) for aid in ids if aid in REPLAYED}
+        graded = grade_cohort(subs, tmp / "out", workers=GRADERS, source=SOURCE, quiet=True,
+                              audit={"solution": replays})
         lab = {aid: future.result(timeout=1800) for aid, future in labs.items()}
     results = {aid: {r.student: r for r in graded if r.assignment == aid} for aid in ids}
     _report_timings(request.config, results, lab, time.monotonic() - began)
     return {aid: (results[aid], lab.get(aid)) for aid in ids}, sorted(_temporary_folders() - before)
+
+
+def _replays(aid: str, student_versions) -> dict:
+    """{exercise: {kind: {answer grade id: source}}} of the exercises judged on outcomes: the released stubs
+    (`untouched`) and the answers of tests/notebooks/cheats.py, for the solution's grading to replay their sections
+    with (grader/audit.py)."""
+    from grader.runner import is_answer
+
+    released = nbformat.read(student_versions / aid / f"{aid}.ipynb", as_version=4)
+    outcomes = {exercise_of(gid) for gid, source in _tests(aid) if OUTCOME.search(source)}
+    replays = {ex: {"untouched": {grade_id(c): c.source for c in released.cells
+                                  if is_answer(c) and exercise_of(grade_id(c)) == ex}} for ex in outcomes}
+    for kind, answers in CHEATS.get(aid, {}).items():
+        for gid, source in answers.items():
+            replays[exercise_of(gid)].setdefault(kind, {})[gid] = source
+    return replays
 
 
 def _cheating(aid: str, answers: dict[str, str]):
@@ -209,11 +228,11 @@ def test_solution_scores_full_marks(outcome):
 @pytest.mark.timeout(3600)
 def test_untouched_student_version_scores_zero(outcome):
     aid, results, _ = outcome
-    if "untouched" not in results:  # every test cell judged with the stubs' None (the audit's `none`)
-        sol = results["solution"]
-        tried = {gid: [p for kind, p in sol.audit.get(gid, []) if kind == "none"] for gid in
-                 (e.grade_id for e in sol.exercises)}
-        assert tried and all(p == [0] for p in tried.values()), f"{aid}: the stubs' None earns points: {tried}"
+    if "untouched" not in results:  # every test cell judged with the stubs: the audit's `none`, or its section
+        sol = results["solution"]   # replayed with the released stubs where it is judged on outcomes (REPLAYED)
+        tried = {gid: [p for kind, p in sol.audit.get(gid, []) if kind in ("none", "untouched, replayed")]
+                 for gid in (e.grade_id for e in sol.exercises)}
+        assert tried and all(p == [0] for p in tried.values()), f"{aid}: the stubs earn points: {tried}"
         return
     blank = results["untouched"]
     assert blank.error is None, f"{aid}: the untouched student version could not be graded: {blank.error}"
@@ -246,6 +265,17 @@ def test_constant_and_wrong_answers_earn_nothing_where_checks_read_what_the_note
     outcomes = {exercise_of(gid) for gid, source in _tests(aid) if OUTCOME.search(source)}
     assert set().union(*CHEATS.get(aid, {}).values()) >= {f"{ex}_answer" for ex in outcomes}, (
         f"{aid}: exercises judged on outcomes with no cheat in cheats.py")
+    if aid in REPLAYED:  # judged in the solution's grading, each exercise's section replayed (grader/audit.py)
+        sol = results["solution"]
+        assert sol.error is None, f"{aid}: the solution could not be graded: {sol.error}"
+        for kind, answers in CHEATS[aid].items():
+            for gid in (gid for gid, _ in _tests(aid) if exercise_of(gid) in {exercise_of(a) for a in answers}):
+                tried = [p for k, p in sol.audit.get(gid, []) if k == f"{kind}, replayed"]
+                assert tried == [0], f"{aid}: {kind} answers, replayed, earn {tried} on {gid}"
+        for gid in (gid for gid, source in _tests(aid) if OUTCOME.search(source)):
+            lost = [p for k, p in sol.audit.get(gid, []) if k == RIGHT_REPLAYED]
+            assert lost == [0], f"{aid}: the right answer, its section replayed, lost {lost} on {gid}"
+        return
     for student, answers in CHEATS.get(aid, {}).items():
         graded = results[student]
         assert graded.error is None, f"{aid}, {student} answers: could not be graded: {graded.error}"
