@@ -209,10 +209,12 @@ class Auditor:
     of its test cells in order, after the real judgment of its last."""
 
     def __init__(self, kernel, judge, tests: dict, owners: dict[str, str], order: list[str],
-                 replays: dict | None = None, cells: list | None = None, execute=None):
+                 replays: dict | None = None, cells: list | None = None, answers: dict | None = None, execute=None):
         self.kernel, self.judge, self.tests = kernel, judge, tests
-        # {exercise: {kind: {answer grade id: source}}}, the notebook's cells and how to run one (runner.run's client)
-        self.replays, self.cells, self.execute = replays or {}, cells or [], execute
+        # {exercise: {kind: {answer grade id: source}}}, the notebook's cells, {index: exercise} of its answer cells
+        # and how to run a cell (runner.run's client)
+        self.replays, self.cells, self.answers, self.execute = replays or {}, cells or [], answers or {}, execute
+        self.gids = list(order)
         self.raised: list[str] = []  # what the cells of the last section replayed raised
         self.names = {t.exercise: [n for n, e in owners.items() if e == t.exercise] for t in tests.values()}
         self.order = [gid for gid in order if gid in tests]
@@ -289,11 +291,8 @@ class Auditor:
     def _section(self, exercise: str) -> list[int]:
         """The indices of the code cells of `exercise`'s section: from the heading above its first answer cell to its
         last test cell."""
-        from .runner import exercise_of, grade_id, is_answer
-
-        gids = [grade_id(c) for c in self.cells]
-        answers = [i for i, c in enumerate(self.cells) if is_answer(c) and exercise_of(gids[i]) == exercise]
-        last = max(i for i, g in enumerate(gids) if g in self.tests and self.tests[g].exercise == exercise)
+        answers = [i for i, owner in self.answers.items() if owner == exercise]
+        last = max(i for i, g in enumerate(self.gids) if g in self.tests and self.tests[g].exercise == exercise)
         start = max((i for i in range(min(answers)) if self.cells[i].cell_type == "markdown"
                      and self.cells[i].source.lstrip().startswith("#")), default=0)
         return [i for i in range(start + 1, last + 1) if self.cells[i].cell_type == "code"]
@@ -302,12 +301,10 @@ class Auditor:
         """Run the section's code cells again with `sources` in its answer cells; {test grade id: points}."""
         import copy
 
-        from .runner import grade_id
-
         self.judge.own = dict(self.before[exercise])
         points = {}
         for index in section:
-            cell, gid = self.cells[index], grade_id(self.cells[index])
+            cell, gid = self.cells[index], self.gids[index]
             if gid in self.tests:
                 if self.tests[gid].exercise == exercise:
                     test = self.tests[gid]

@@ -196,7 +196,8 @@ def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeo
 
                 judge.auditor = Auditor(kernel, judge, tests, owners, [grade_id(c) for c in nb.cells],
                                         replays=audit if isinstance(audit, dict) else None, cells=nb.cells,
-                                        execute=client.execute_cell)
+                                        answers={i: exercise_of(grade_id(c)) for i, c in enumerate(nb.cells)
+                                                 if is_answer(c)}, execute=client.execute_cell)
                 outcome.audits = judge.auditor.audits
             watchdog.start()
             _execute(client, nb, tests, owners, judge, kernel, timeout, outcome, DeadKernelError, nbformat)
