@@ -82,15 +82,22 @@ def run(df, checkpoint, trigger=None, timeout=120, fail_in_batch=None):
             raise RuntimeError(f"crash in batch {batch_id}")
         rows.extend((r.partition, r.offset) for r in batch_df.select("partition", "offset").collect())
 
-    query = (df.writeStream.foreachBatch(keep).option("checkpointLocation", str(checkpoint))
-             .trigger(**(trigger or {"availableNow": True})).start())
-    try:
-        query.awaitTermination(timeout)
-    except StreamingQueryException:
-        pass  # the caller checks query.exception()
-    if query.isActive:
-        query.stop()
-    return query, sorted(rows)
+    for attempt in (1, 2):
+        query = (df.writeStream.foreachBatch(keep).option("checkpointLocation", str(checkpoint))
+                 .trigger(**(trigger or {"availableNow": True})).start())
+        try:
+            query.awaitTermination(timeout)
+        except StreamingQueryException:
+            pass  # the caller checks query.exception()
+        if query.isActive:
+            query.stop()
+        # Spark waits a fixed time for a new Python worker (the offline stack's source runs in one) to connect
+        # back; on a saturated machine (make test's two lanes, load 20) its start missed it twice in a row at
+        # lane 1's start. Not what these tests compare: the query restarts once from its checkpoint, as after any
+        # failure, and is judged on that run.
+        error = query.exception()
+        if attempt == 2 or error is None or "Python worker failed to connect back" not in str(error):
+            return query, sorted(rows)
 
 
 def batches(query) -> list:
