@@ -97,9 +97,9 @@ def _max_score(aid: str, source: Path) -> float:
 
 def _audit_of(audit, task: Task) -> bool | dict:
     """What the audit of `task` is: False, True, or the sections to replay ({exercise: {kind: {grade id: source}}})."""
-    if not isinstance(audit, dict) or task.student not in audit:
-        return task.student in audit
-    return (audit[task.student] or {}).get(task.assignment) or True
+    if isinstance(audit, dict) and task.student in audit:
+        return (audit[task.student] or {}).get(task.assignment) or True
+    return task.student in audit
 
 
 def grade_cohort(submissions: str | Path, out: str | Path, workers: int = 2, timeout: int | None = None,

@@ -181,10 +181,11 @@ def _report_timings(config, results: dict, lab: dict, total: float) -> None:
     lines = [f"notebook runs, {total:.0f} s in all (graded: solution / untouched / cheats; lab: Run All + going "
              "back):"]
     for aid in results:
-        graded = " / ".join(f"{results[aid][s].seconds:.0f} s" if s in results[aid] else "-"
-                            for s in ("solution", "untouched", *CHEATS.get(aid, {})))
         if aid in REPLAYED:  # the stubs and cheats were judged in the solution's grading, their sections replayed
             graded = f"{results[aid]['solution'].seconds:.0f} s (with replays)" if "solution" in results[aid] else "-"
+        else:
+            graded = " / ".join(f"{results[aid][s].seconds:.0f} s" if s in results[aid] else "-"
+                                for s in ("solution", "untouched", *CHEATS.get(aid, {})))
         record = lab.get(aid, {})
         ran = (f"lab {record.get('seconds', '-')} s + {record.get('reentry seconds', '-')} s" if aid in lab
                else "lab run in tests/cluster" if aid in ON_THE_CLUSTER else "lab run in tests/lakehouse")
