@@ -11,8 +11,9 @@ and, beside them (ALONGSIDE), the broker outage of more than two minutes (tests/
 Lane 2 runs on a broker port and cluster ports of their own (each + 300), so that neither lane ever stops a broker
 or a cluster the other uses.
 
-Lane 1's output shows live; lane 2 prints one line per suite as it ends, then its full output at the end. The
-exit code is the worst of all. Ctrl-C or a SIGTERM reaches every pytest process, whose own guardians stop what
+Lane 1's output shows live; lane 2 prints one line per suite as it ends, then its full output at the end. Each
+suite's per-test times go to test-results/junit/ (JUnit XML), and the last lines say how busy the machine's CPUs were:
+on a saturated machine only less work, not another lane, shortens the run. The exit code is the worst of all. Ctrl-C or a SIGTERM reaches every pytest process, whose own guardians stop what
 each started.
 """
 from __future__ import annotations
@@ -34,16 +35,39 @@ LANE_2 = ["tests/docker", "tests/cluster", "tests/workshop", "tests/browser", "t
 # about 9 minutes it would tip lane 1 over the budget.
 ALONGSIDE = ["tests/outage", "tests/incidents", "tests/lakehouse"]
 LANE_2_OFFSET = 300  # lane 2's broker and cluster ports: lane 1's + 300 (its cluster: 9292..9297)
+JUNIT = ROOT / "test-results" / "junit"
+
+
+def _junit(name: str) -> str:
+    return f"--junitxml={JUNIT / name}.xml"
 
 
 def lane_1() -> list[str]:
     """The course on the lab's broker: everything except lane 2's."""
-    return PYTEST + ["--durations=30"] + [f"--ignore={path}" for path in LANE_2]
+    return PYTEST + ["--durations=30", _junit("lane-1")] + [f"--ignore={path}" for path in LANE_2]
 
 
 def lane_2() -> list[tuple[str, list[str]]]:
     """The labs with their own engines, then the other browser tests, in the order they run."""
-    return [(path, PYTEST + ["--durations=10", path]) for path in LANE_2]
+    return [(path, PYTEST + ["--durations=10", _junit(Path(path).name), path]) for path in LANE_2]
+
+
+def cpu_times() -> tuple[float, float]:
+    """(busy, total) jiffies of all CPUs so far, from /proc/stat; (0, 0) where there is none."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return float(sum(fields[:8]) - idle), float(sum(fields[:8]))
+
+
+def busy_line(before: tuple[float, float], after: tuple[float, float]) -> str:
+    """How busy the CPUs were between two cpu_times() readings, as one line."""
+    total = after[1] - before[1]
+    if total <= 0:
+        return "CPU use: not measured (no /proc/stat)"
+    return f"CPU use: {100 * (after[0] - before[0]) / total:.0f} % of {os.cpu_count()} CPUs over the run"
 
 
 def _lane_2_env() -> dict:
@@ -109,7 +133,7 @@ def main() -> int:
 
     print(f"[lane 2] {', '.join(LANE_2)} run side by side with the rest (broker port "
           f"{env['STREAMLAB_BROKER_PORT']}); their output follows at the end", flush=True)
-    start_all = time.monotonic()
+    start_all, cpu_before = time.monotonic(), cpu_times()
     second = threading.Thread(target=lambda: (run_lane_2(), lane_2_ended.append(time.monotonic())), name="lane-2")
     second.start()
     beside = threading.Thread(target=run_lane_2, args=(True,), name="lane-2-alongside")
@@ -129,6 +153,7 @@ def main() -> int:
     print(f"\nlanes: {', '.join(f'{name} exit {code}' for name, code in codes.items())}", flush=True)
     print("lane times: " + ", ".join(f"{name} {seconds // 60:.0f} min {seconds % 60:.0f} s"
                                      for name, seconds in took.items()), flush=True)
+    print(busy_line(cpu_before, cpu_times()), flush=True)
     if len(codes) < 1 + len(LANE_2):  # a suite of lane 2 never ran (stopped)
         return max([1, *failed.values()])
     return max(failed.values(), default=0)

@@ -3,6 +3,7 @@ cluster port with lane 1 (a shared cluster folder once left a whole cluster runn
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,3 +44,25 @@ def test_lane_2_has_broker_and_cluster_ports_of_its_own(monkeypatch):
     two = {broker_port(), *second.brokers, *second.controllers, second.master, second.master_ui}
     assert not one & two, one & two
     assert cluster.folder() != ROOT / ".streamlab" / f"cluster-{first.brokers[0]}"
+
+
+def test_each_suite_writes_its_test_times_to_a_file_of_its_own():
+    """Per-test times survive the run (test-results/junit/), one file per pytest process, none overwriting another."""
+    commands = [lanes.lane_1()] + [command for _, command in lanes.lane_2()]
+    files = [arg.split("=", 1)[1] for command in commands for arg in command if arg.startswith("--junitxml=")]
+    assert len(files) == len(commands) == len(set(files))
+    assert all(Path(f).parent == lanes.JUNIT for f in files)
+
+
+def test_the_cpu_line_reads_what_the_machine_did():
+    """The run's last line says how busy the CPUs were: near 100 % only while something kept them busy."""
+    before = lanes.cpu_times()
+    end = time.process_time() + 0.3
+    while time.process_time() < end:
+        pass
+    after = lanes.cpu_times()
+    assert after[0] > before[0] and after[1] > before[1]
+    line = lanes.busy_line(before, after)
+    assert line.startswith("CPU use: ") and " % of " in line, line
+    assert lanes.busy_line((5.0, 10.0), (15.0, 30.0)).startswith("CPU use: 50 % ")
+    assert "not measured" in lanes.busy_line((0.0, 0.0), (0.0, 0.0))
