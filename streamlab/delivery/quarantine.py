@@ -194,6 +194,30 @@ def read_all(topic: str, bootstrap: str | None = None) -> list:
     return records(topic, bootstrap)
 
 
+def copy_topic(topic: str, prefix: str, bootstrap: str | None = None) -> str:
+    """A new topic (streamlab.new_topic, deleted by cleanup()) holding every record of `topic`, each in its partition."""
+    from kafka import KafkaProducer
+
+    from streamlab.errors import LabError
+    from streamlab.lab.broker import ensure_broker
+    from streamlab.lab.lifecycle import new_topic
+    from streamlab.lab.topics import describe_topic
+
+    partitions = describe_topic(topic, bootstrap)
+    if not partitions:
+        raise LabError(f"there is no topic {topic} to copy (cleanup() deletes a notebook's topics): run the cells "
+                       "that make it again")
+    copy = new_topic(prefix, partitions=len(partitions))
+    producer = KafkaProducer(bootstrap_servers=bootstrap or ensure_broker())
+    try:
+        for r in read_all(topic, bootstrap):
+            producer.send(copy, key=r.key, value=r.value, partition=r.partition, headers=list(r.headers or []))
+        producer.flush()
+    finally:
+        producer.close(timeout=10)
+    return copy
+
+
 def _headers(record) -> dict:
     return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in (record.headers or [])}
 

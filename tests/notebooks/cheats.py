@@ -2,11 +2,11 @@
 made with the answer (grader/audit.py's `# audit: judged on`).
 
 The audit cannot swap such an answer at its test cell: the cells between the answer and the test already ran with
-the right one, and what they wrote (topics, a SQLite file, a replay) stays. So in the modules of REPLAYED the
-solution's grading runs each such exercise's section again with these answers (and the released stubs), then with
-the right one (grader/audit.py); elsewhere each of these notebooks is the solution with some answer cells replaced,
-graded from the start like any submission (tests/notebooks/test_modules.py). Either way the exercises replaced must
-earn 0, every other one full marks.
+the right one, and what they wrote (topics, a SQLite file, a replay) stays. So in the modules of REPLAYED (every
+module here) the solution's grading runs each such exercise's section again with these answers (and the released
+stubs), then with the right one (grader/audit.py); a module not in REPLAYED would have each of these notebooks, the
+solution with some answer cells replaced, graded from the start like any submission (tests/notebooks/test_modules.py).
+Either way the exercises replaced must earn 0, every other one full marks.
   - `constant`: an answer that gives the same thing whatever it is given: one fixed message, one topic;
   - `wrong`: the plausible wrong answer (the notebook's own at-least-once code, everything unparsed to the clean
     topic) or random values of the right shape.
@@ -20,9 +20,8 @@ from __future__ import annotations
 # Modules whose exercises judged on outcomes start fresh when their section runs again (new topics, tables and
 # checkpoints): their stubs and these answers are judged in the solution's own grading, each exercise's section
 # replayed with them and then with the right answer (grader/audit.py), not by grading whole notebooks again. Module
-# 6 is graded from the start: its Exercise 4 replays the quarantine of the demo before it, which a replay of its
-# section would replay a second time.
-REPLAYED = {"07-sinks-exactly-once", "10-lakehouse"}
+# 6's Exercise 4 replays the demo's quarantine into a fresh copy of the demo's topics each time its cell runs.
+REPLAYED = {"06-multi-topic", "07-sinks-exactly-once", "10-lakehouse"}
 
 CHEATS: dict[str, dict[str, dict[str, str]]] = {
     "06-multi-topic": {

@@ -3,8 +3,8 @@ no wrong, constant or random answer earns a point on any exercise (grader/audit.
 Each module is graded once, its solution, where the audit also judges the stubs (its `none` cheat) and wrong and
 constant answers. Where checks read what the notebook's cells made with an answer (UNTOUCHED_GRADED), the audit
 replays that exercise's section with the released stubs and with tests/notebooks/cheats.py's answers, then with the
-right one (cheats.REPLAYED); module 6, whose sections are not all fresh when run again, has its untouched version
-and its cheating notebooks graded from the start.
+right one (cheats.REPLAYED: modules 6, 7 and 10, whose such sections start fresh when run again); a module judged on
+outcomes that is not in REPLAYED has its untouched version and its cheating notebooks graded from the start.
 
 Parametrised over whatever solutions/ holds when the tests are collected. Streaming notebooks spend much of their
 time waiting (trigger intervals, demos that run for seconds), so every run goes at once, in one go before the
@@ -234,8 +234,8 @@ def test_untouched_student_version_scores_zero(outcome):
     if "untouched" not in results:  # every test cell judged with the stubs: the audit's `none`, or its section
         sol = results["solution"]   # replayed with the released stubs where it is judged on outcomes (REPLAYED)
         tried = {gid: [p for kind, p in sol.audit.get(gid, []) if kind in ("none", "untouched, replayed")]
-                 for gid in (e.grade_id for e in sol.exercises)}
-        assert tried and all(p == [0] for p in tried.values()), f"{aid}: the stubs earn points: {tried}"
+                 for gid in (e.grade_id for e in sol.exercises)}  # both for a swappable check of a replayed section
+        assert tried and all(p and set(p) == {0} for p in tried.values()), f"{aid}: the stubs earn points: {tried}"
         return
     blank = results["untouched"]
     assert blank.error is None, f"{aid}: the untouched student version could not be graded: {blank.error}"
@@ -261,9 +261,10 @@ def test_no_wrong_constant_or_random_answer_earns_a_point(outcome):
 
 @pytest.mark.timeout(3600)
 def test_constant_and_wrong_answers_earn_nothing_where_checks_read_what_the_notebook_made(outcome):
-    """Where the audit cannot swap an answer (its checks read what the notebook's cells made with it), the
-    solution with those answers replaced (tests/notebooks/cheats.py), graded from the start: each exercise
-    replaced earns 0, every other one full marks."""
+    """Where the audit cannot swap an answer (its checks read what the notebook's cells made with it), the answers
+    of tests/notebooks/cheats.py earn 0: in the solution's grading, each exercise's section replayed with them, after
+    which the right answer, replayed, earns its points again (REPLAYED); elsewhere the solution with those answers
+    replaced, graded from the start, where every exercise left right keeps full marks."""
     aid, results, _ = outcome
     outcomes = {exercise_of(gid) for gid, source in _tests(aid) if OUTCOME.search(source)}
     assert set().union(*CHEATS.get(aid, {}).values()) >= {f"{ex}_answer" for ex in outcomes}, (

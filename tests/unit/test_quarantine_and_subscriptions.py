@@ -79,3 +79,41 @@ def test_the_routing_demo_is_a_live_demo_with_a_share_slider_and_a_panel_of_its_
     assert demo.routed().to_dict("records") == [{"batch": 0, "at": 1.0, "orders clean": 90, "payments clean": 40,
                                                  "orders quarantined": 10, "payments quarantined": 5}]
     assert "quarantined 15" in demo.readout(2.0)
+
+
+def test_copy_topic_puts_every_record_in_its_partition_of_a_new_topic(monkeypatch):
+    """Module 6's Exercise 4 replays into copies of the demo's topics: the copy holds the same records, partition by
+    partition and in order, with their keys and headers; a topic that is gone is said in one line."""
+    import kafka
+    import pytest
+
+    from streamlab.errors import LabError
+    from streamlab.lab import lifecycle, topics
+
+    class Record:
+        def __init__(self, partition, offset, value, key=None, headers=None):
+            self.partition, self.offset, self.value, self.key, self.headers = partition, offset, value, key, headers
+
+    held = {"src": [Record(0, 0, b"a"), Record(1, 0, b"b", key=b"k"), Record(0, 1, b"c", headers=[("h", b"1")])]}
+    sent, made = [], []
+
+    class Producer:
+        def __init__(self, **options):
+            assert options == {"bootstrap_servers": "b:1"}
+
+        def send(self, topic, **record):
+            sent.append((topic, record))
+
+        flush = close = lambda self, **kw: None
+
+    monkeypatch.setattr(topics, "describe_topic", lambda t, b=None: {0: (0, 2), 1: (0, 1)} if t in held else {})
+    monkeypatch.setattr(lifecycle, "new_topic", lambda prefix, partitions=1: made.append((prefix, partitions)) or "copy")
+    monkeypatch.setattr(kafka, "KafkaProducer", Producer)
+    monkeypatch.setattr(quarantine, "read_all", lambda t, b=None: held[t])
+    assert quarantine.copy_topic("src", "shop-ex4-orders", "b:1") == "copy"
+    assert made == [("shop-ex4-orders", 2)]
+    assert sent == [("copy", {"key": None, "value": b"a", "partition": 0, "headers": []}),
+                    ("copy", {"key": b"k", "value": b"b", "partition": 1, "headers": []}),
+                    ("copy", {"key": None, "value": b"c", "partition": 0, "headers": [("h", b"1")]})]
+    with pytest.raises(LabError, match="no topic gone to copy.*run the cells that make it again"):
+        quarantine.copy_topic("gone", "x", "b:1")
