@@ -9,6 +9,8 @@ What it compares, each pair on the same work in the same run:
   connector (each on its own broker, the same records);
 - writing: the connector's sink against a raw kafka-python producer;
 - one micro-batch: the connector against Spark's built-in `rate` source, at the same batch size;
+- the driver's CPU per micro-batch with the lab's checkpoint file manager (Hadoop's FileSystem API) against Spark's
+  default (its FileContext API, which forks `readlink` and `chmod` for every checkpoint file here);
 - end-to-end latency per record on one stream: back-to-back micro-batches against Real-time Mode
   (`trigger(realTime="5 seconds")`), Kafka to Kafka, one after the other in the same session;
 - a notebook: checking it with hidden tests against running it;
@@ -28,8 +30,10 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 RECORDS = 200_000
 MEMORY_RUNS = 3
@@ -103,6 +107,47 @@ def _per_batch_ms(spark, topic: str, bootstrap: str) -> tuple[float, float]:
         time.sleep(0.2)
     q.stop()
     return kafka_ms, statistics.median(_batch_ms(q)[1:21])
+
+
+def _driver_cpu(spark) -> float:
+    """CPU seconds the session's driver JVM and the processes it waited for have used so far (Linux /proc)."""
+    pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _checkpoint_cpu(spark, bootstrap: str, batches: int = 40, rows: int = 50) -> dict[str, float]:
+    """Driver CPU per micro-batch of `rows` rows with Spark's default checkpoint file manager and with the lab's,
+    alternated twice, the lower of each: batches this small cost little more than their checkpoint writes."""
+    from streamlab.lab import topics
+    from streamlab.lab.producer import produce
+    from streamlab.lab.session import CHECKPOINT_FILE_MANAGER
+
+    topic = topics.create_topic(topics.unique_name("bench-checkpoint"), 1, bootstrap)
+    produce(topic, batches * rows, bootstrap=bootstrap, progress=False)
+    key, per_batch = "spark.sql.streaming.checkpointFileManagerClass", {"default": [], "lab": []}
+    try:
+        for which in ("default", "lab", "default", "lab"):
+            if which == "lab":
+                spark.conf.set(key, CHECKPOINT_FILE_MANAGER)
+            else:
+                spark.conf.unset(key)
+            folder = tempfile.mkdtemp(prefix="streamlab-bench-")
+            try:
+                before = _driver_cpu(spark)
+                q = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                     .option("subscribe", topic).option("startingOffsets", "earliest")
+                     .option("maxOffsetsPerTrigger", rows).load()
+                     .writeStream.format("noop").option("checkpointLocation", folder).trigger(availableNow=True)
+                     .start())
+                q.awaitTermination()
+                per_batch[which].append((_driver_cpu(spark) - before) / max(1, len(q.recentProgress)))
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        spark.conf.set(key, CHECKPOINT_FILE_MANAGER)
+        topics.delete_topic(topic, bootstrap=bootstrap)
+    return {which: min(values) for which, values in per_batch.items()}
 
 
 def _broker_start_seconds() -> tuple[float, float]:
@@ -426,6 +471,11 @@ def main() -> int:
         kafka_ms, rate_ms = _per_batch_ms(spark, topic, bootstrap)
         print(f"median batch of {BATCH:,} rows: connector {kafka_ms:.0f} ms, built-in rate source {rate_ms:.0f} ms")
         print(f"  kafka batch / rate batch time: {kafka_ms / rate_ms:.2f}")
+        checkpoint = _checkpoint_cpu(spark, bootstrap)
+        print(f"driver CPU per micro-batch of 50 rows (checkpoint CPU): Spark's default "
+              f"checkpoint file manager {1000 * checkpoint['default']:.0f} ms, the lab's (FileSystem API) "
+              f"{1000 * checkpoint['lab']:.0f} ms")
+        print(f"  checkpoint CPU, lab / default file manager: {checkpoint['lab'] / checkpoint['default']:.2f}")
     finally:
         topics.delete_topic(topic, bootstrap=bootstrap)
         topics.delete_topic(noida_topic, bootstrap=noida)

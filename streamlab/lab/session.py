@@ -64,6 +64,11 @@ def spark():
     return session
 
 
+# Spark's other checkpoint file manager: the same files and the same rename of a temporary file (atomic on a local
+# disk), made through Hadoop's FileSystem API (CheckpointFileManager.scala).
+CHECKPOINT_FILE_MANAGER = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+
+
 def session_conf(master: str) -> dict:
     """The Spark configuration of a new lab session on `master` (what spark() starts it with)."""
     log_conf = Path(__file__).with_name("log4j2.properties")
@@ -96,6 +101,13 @@ def session_conf(master: str) -> dict:
         if not master.startswith("local"):
             # A cluster's executors are other JVMs: the driver serves them the same jars (spark.jars).
             conf["spark.jars"] = ",".join(str(p) for p in connector_jars())
+    # The same checkpoint files (offsets/N, commits/N, their .crc, written to a temporary file and renamed), by
+    # Hadoop's FileSystem API instead of its FileContext API, Spark's default: without Hadoop's native library
+    # (PySpark ships none) every FileContext rename forks `readlink` four times and every new file `chmod`, about
+    # ten processes a micro-batch. That was half of a batch's CPU here (`make bench`, "checkpoint CPU"). Not on a
+    # Spark cluster of your own (SPARK_MASTER), whose checkpoints may live on a store where Spark's default matters.
+    if not os.environ.get("SPARK_MASTER"):
+        conf["spark.sql.streaming.checkpointFileManagerClass"] = CHECKPOINT_FILE_MANAGER
     _enable_delta(conf, master)
     if master.startswith("spark://"):
         from streamlab.lab.cluster import EXECUTOR_MEMORY

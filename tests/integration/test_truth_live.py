@@ -327,3 +327,44 @@ def test_concurrent_sink_tasks_share_one_producer_per_configuration(spark, topic
     second = producer_ids()
     ids = set().union(*second.values())
     assert len(ids) == 2 and all(len(s) == 2 for s in second.values()), f"another configuration: {second}"
+
+
+def test_the_labs_checkpoint_file_manager_writes_the_files_spark_s_default_writes(spark, topic, bootstrap, tmp_path):
+    # The lab sets spark.sql.streaming.checkpointFileManagerClass to FileSystemBasedCheckpointFileManager
+    # (streamlab/lab/session.py): Spark's default, FileContextBasedCheckpointFileManager, forks `readlink` and `chmod`
+    # for every checkpoint file without Hadoop's native library (CheckpointFileManager.scala:203-236 picks it). Both
+    # write each log file as a temporary file renamed into place (RenameBasedFSDataOutputStream): what a learner
+    # reads in a lab checkpoint must be what Spark's default leaves.
+    from streamlab.course import claims
+    from streamlab.lab.session import CHECKPOINT_FILE_MANAGER
+
+    key = "spark.sql.streaming.checkpointFileManagerClass"
+    assert spark.conf.get(key) == CHECKPOINT_FILE_MANAGER
+    source = topic(partitions=2, prefix="truth-checkpoint-files")
+    claims.fill(source, {0: 12, 1: 8})
+    left = {}
+    try:
+        for which in ("default", "lab"):
+            if which == "default":
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, CHECKPOINT_FILE_MANAGER)
+            checkpoint = tmp_path / which
+            query = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                     .option("subscribe", source).option("startingOffsets", "earliest")
+                     .option("maxOffsetsPerTrigger", 5).load()
+                     .writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+                     .trigger(availableNow=True).start())
+            query.awaitTermination(120)
+            query.stop()
+            files = sorted(str(p.relative_to(checkpoint)) for p in checkpoint.rglob("*") if p.is_file())
+            # offsets/N: its version, its batch metadata (times differ between runs), then each source's offsets
+            offsets = {f: (checkpoint / f).read_text().splitlines()[2:] for f in files if f.startswith("offsets/")
+                       and not f.endswith(".crc")}
+            left[which] = (files, offsets)
+    finally:
+        spark.conf.set(key, CHECKPOINT_FILE_MANAGER)
+    assert left["lab"] == left["default"], left
+    files = left["lab"][0]
+    assert {"metadata", "offsets/0", "offsets/.0.crc", "commits/0", "commits/.0.crc", "sources/0/0"} <= set(files)
+    assert not [f for f in files if f.endswith(".tmp")], files
