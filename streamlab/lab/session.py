@@ -104,7 +104,7 @@ def session_conf(master: str) -> dict:
     # The same checkpoint files (offsets/N, commits/N, their .crc, written to a temporary file and renamed), by
     # Hadoop's FileSystem API instead of its FileContext API, Spark's default: without Hadoop's native library
     # (PySpark ships none) every FileContext rename forks `readlink` four times and every new file `chmod`, about
-    # ten processes a micro-batch. That was half of a batch's CPU here (`make bench`, "checkpoint CPU"). Not on a
+    # ten processes a micro-batch: 40 % of a small batch's driver CPU here (`make bench`, "checkpoint CPU"). Not on a
     # Spark cluster of your own (SPARK_MASTER), whose checkpoints may live on a store where Spark's default matters.
     if not os.environ.get("SPARK_MASTER"):
         conf["spark.sql.streaming.checkpointFileManagerClass"] = CHECKPOINT_FILE_MANAGER
