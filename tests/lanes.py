@@ -12,9 +12,9 @@ Lane 2 runs on a broker port and cluster ports of their own (each + 300), so tha
 or a cluster the other uses.
 
 Lane 1's output shows live; lane 2 prints one line per suite as it ends, then its full output at the end. Each
-suite's per-test times go to test-results/junit/ (JUnit XML), and the last lines say how busy the machine's CPUs were:
-on a saturated machine only less work, not another lane, shortens the run. The exit code is the worst of all. Ctrl-C or a SIGTERM reaches every pytest process, whose own guardians stop what
-each started.
+suite's per-test times go to test-results/junit/ (JUnit XML), and the last line says how busy the machine's CPUs
+were: on a saturated machine only less work, not another lane, shortens the run. The exit code is the worst of all.
+Ctrl-C or a SIGTERM reaches every pytest process, whose own guardians stop what each started.
 """
 from __future__ import annotations
 

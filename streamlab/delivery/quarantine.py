@@ -195,7 +195,7 @@ def read_all(topic: str, bootstrap: str | None = None) -> list:
 
 
 def copy_topic(topic: str, prefix: str, bootstrap: str | None = None) -> str:
-    """A new topic (streamlab.new_topic, deleted by cleanup()) holding every record of `topic`, each in its partition."""
+    """A new topic (streamlab.new_topic, deleted by cleanup()) with every record of `topic`, in its partition."""
     from kafka import KafkaProducer
 
     from streamlab.errors import LabError
