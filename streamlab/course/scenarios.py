@@ -36,6 +36,27 @@ def burst_against_fixed_cap(spark, controller, *, normal_cap: int = 800, cost_ms
     return run
 
 
+def not_a_controller(controller, *, normal_cap: int = 800, max_batch: int = 2_000) -> str | None:
+    """Why `controller` cannot win the race, asked on two made-up batches, or None: a race costs half a minute, and
+    a constant or a cap that never comes back (which its check fails anyway) need not run one."""
+    from streamlab.course.checks import attempt, fake_progress
+
+    def batch(behind: int, rows: int) -> dict:
+        event = fake_progress(5, {0: 20_000 + behind}, {0: 20_000}, rows=rows)
+        event["durationMs"].update(triggerExecution=1_100, addBatch=1_000)
+        return event
+
+    if not callable(controller):
+        return "no next_cap yet"
+    raised = attempt(controller, batch(8_000, normal_cap), normal_cap)
+    if not (isinstance(raised, int) and normal_cap < raised <= max_batch):
+        return f"no race: 8,000 behind, in a batch that fit its trigger, it returned {raised!r}, not a higher cap"
+    back = attempt(controller, batch(0, 300), 1_600)
+    if back != normal_cap:
+        return f"no race: with no lag left it returned {back!r}, not NORMAL_CAP (a bigger fixed cap is no controller)"
+    return None
+
+
 def outcome(run: dict) -> str:
     """What a race's check found, in one line: both lags, a cap never raised, and a busy machine's part."""
     text = f"{run['lag']} behind (the fixed cap: {run['fixed_lag']})"

@@ -106,3 +106,21 @@ def test_a_race_compares_both_lags_at_one_moment():
     demo._t0, demo.samples = 100.0, [{"t": t, "lag": lag} for t, lag in [(1.0, 50), (20.0, 900), (23.0, 1500)]]
     assert demo.last_poll() == 123.0
     assert demo.lag_when(120.2) == 900 and demo.final_lag() == 1500
+
+
+def test_only_a_controller_is_raced():
+    """ex4_live's race takes half a minute, on the grader for every cheat the audit tries: a constant, a cap that
+    never comes back or never goes up, and a controller that raises are told why on made-up batches instead."""
+    from streamlab.course.scenarios import not_a_controller
+    from streamlab.observe import lag
+
+    def controller(progress, cap):
+        behind = lag.total_lag(progress)
+        return 800 if behind < 800 else 2000 if behind > cap else cap
+
+    assert not_a_controller(controller) is None
+    assert "no next_cap yet" in not_a_controller(None)
+    assert "not NORMAL_CAP" in not_a_controller(lambda progress, cap: 2000)
+    assert "not a higher cap" in not_a_controller(lambda progress, cap: 800)
+    assert "not a higher cap" in not_a_controller(lambda progress, cap: 2001)
+    assert "ZeroDivisionError" in not_a_controller(lambda progress, cap: 1 / 0)
