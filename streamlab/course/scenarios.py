@@ -6,6 +6,8 @@ import contextlib
 import io
 import time
 
+from streamlab.observe import lag as _lag
+
 
 def burst_against_fixed_cap(spark, controller, *, normal_cap: int = 800, cost_ms: float = 0.4,
                             trigger_seconds: float = 2, burst: int = 8_000, rate: int = 200,
@@ -31,6 +33,11 @@ def burst_against_fixed_cap(spark, controller, *, normal_cap: int = 800, cost_ms
                     burst=burst * scale, rate=rate, duration=duration * scale) | {"tries": attempt}
         run["raised"] = any(cap > normal_cap for _, cap in run["caps"])
         run["won"] = run["raised"] and run["fixed_lag"] is not None and run["lag"] < run["fixed_lag"]
+        if not run["won"] and run["error"] is None and run["too_busy"]:
+            # The fixed cap's own batches outlasted the trigger: restarts cost more than they gain on this machine
+            # (CI: 3.4 s for a 2 s trigger, lost twice). The race proves nothing; the controller's answers do.
+            run["won"] = run["answered"] = run["answers_right"]
+            break
         if run["error"] is not None or run["won"] or not (run["raised"] or run["overran"]):
             break
     return run
@@ -60,6 +67,10 @@ def not_a_controller(controller, *, normal_cap: int = 800, max_batch: int = 2_00
 def outcome(run: dict) -> str:
     """What a race's check found, in one line: both lags, a cap never raised, and a busy machine's part."""
     text = f"{run['lag']} behind (the fixed cap: {run['fixed_lag']})"
+    if run.get("answered") is not None:
+        return text + (f"; this machine was too busy for a race ({run['busy']}), so your controller was judged on "
+                       "its answers to the race's batches: " + ("right" if run["answered"] else
+                                                                 "no higher cap when a batch was behind and fit"))
     if not run["raised"]:
         text += "; your cap never went above the fixed one"
     if not run["won"] and run["tries"] > 1:
@@ -112,7 +123,20 @@ def _race(spark, controller, *, normal_cap, cost_ms, trigger_seconds, burst, rat
                            and (b["progress_lag"] or 0) > (b["cap"] or 0)
                            for b, e in zip(controlled.history, controlled.events)),
             "busy": f"the fixed cap's batches took {took[len(took) // 2] / 1000:.1f} s (median) for a "
-                    f"{trigger_seconds:g} s trigger" if took else "the fixed cap read nothing"}
+                    f"{trigger_seconds:g} s trigger" if took else "the fixed cap read nothing",
+            "too_busy": bool(took) and took[len(took) // 2] > trigger_ms,
+            "answers_right": _answers_right(controlled, normal_cap, trigger_ms)}
+
+
+def _answers_right(controlled, normal_cap: int, trigger_ms: float) -> bool:
+    """Whether the controller, asked about the race's real batches, raised its cap when a batch was behind and fit
+    its trigger (and its query then read a batch over the fixed cap), or was never asked about such a batch."""
+    fit_behind = [(cap, proposed) for event, cap, proposed in controlled.decisions
+                  if (event.get("durationMs") or {}).get("addBatch", 0) <= trigger_ms
+                  and _lag.total_lag(event) > cap]
+    if not fit_behind:
+        return True
+    return any(proposed > cap for cap, proposed in fit_behind) and controlled.largest_batch() > normal_cap
 
 
 def _not_run(demos, moment) -> str | None:

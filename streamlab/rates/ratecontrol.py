@@ -75,7 +75,8 @@ class ControlledDemo(LiveDemo):
 
     The controller gets the batch's progress event (a dict) and the cap the query runs with, and returns the next
     cap. A different cap restarts the query on the same checkpoint (Spark reads the cap only at start), drawn as a
-    restart marker; `caps` records (seconds since start, cap) for every change. A controller that raises is not
+    restart marker; `caps` records (seconds since start, cap) for every change, `decisions` (event, cap, answer) for
+    every question. A controller that raises is not
     asked again, and its error is kept in `controller_error`.
     """
 
@@ -85,6 +86,7 @@ class ControlledDemo(LiveDemo):
         self.caps: list = []
         self.controller_error: str | None = None
         self._asked = 0
+        self.decisions: list = []  # (event, cap, proposed) for every data batch the controller was asked about
 
     def _apply_script(self, now: float) -> None:
         super()._apply_script(now)
@@ -99,6 +101,7 @@ class ControlledDemo(LiveDemo):
                 proposed = int(self.controller(dict(event), cap))
                 if proposed < 1:
                     raise ValueError(f"a cap must be at least 1, got {proposed}")
+                self.decisions.append((event, cap, proposed))
             except Exception as exc:  # the learner's controller: keep the demo running, report it
                 self.controller_error = f"{type(exc).__name__}: {exc}"
                 self.warn(f"the controller raised {self.controller_error}; the cap stays at {cap}")

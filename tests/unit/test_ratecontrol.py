@@ -75,11 +75,12 @@ def test_the_live_check_races_again_only_a_controller_the_machine_held_back(monk
         played = iter(runs)
         asked.clear()
         monkeypatch.setattr(scenarios, "_race", lambda *a, **k: asked.append(k) or dict(next(played)))
-    lost = {"lag": 6983, "fixed_lag": 5842, "caps": [(9.8, 2000)], "error": None, "overran": False, "busy": "b"}
-    won = {"lag": 330, "fixed_lag": 5118, "caps": [(9.8, 2000), (16.4, 800)], "error": None, "overran": False}
-    held = {"lag": 8469, "fixed_lag": 6760, "caps": [], "error": None, "overran": True, "busy": "b"}
-    never = {"lag": 9000, "fixed_lag": 5000, "caps": [], "error": None, "overran": False, "busy": "b"}
-    tie = {"lag": 4000, "fixed_lag": 4100, "caps": [], "error": None, "overran": False, "busy": "b"}
+    calm = {"error": None, "busy": "b", "too_busy": False}
+    lost = calm | {"lag": 6983, "fixed_lag": 5842, "caps": [(9.8, 2000)], "overran": False}
+    won = calm | {"lag": 330, "fixed_lag": 5118, "caps": [(9.8, 2000), (16.4, 800)], "overran": False}
+    held = calm | {"lag": 8469, "fixed_lag": 6760, "caps": [], "overran": True}
+    never = calm | {"lag": 9000, "fixed_lag": 5000, "caps": [], "overran": False}
+    tie = calm | {"lag": 4000, "fixed_lag": 4100, "caps": [], "overran": False}
     races(lost, won)
     assert scenarios.burst_against_fixed_cap(None, None) == won | {"tries": 2, "raised": True, "won": True}
     assert [(k["burst"], k["duration"]) for k in asked] == [(8_000, 20), (16_000, 40)]
@@ -95,6 +96,43 @@ def test_the_live_check_races_again_only_a_controller_the_machine_held_back(monk
     assert not scenarios.burst_against_fixed_cap(None, None)["won"]  # less lag at one cap is noise
     races(won)
     assert scenarios.burst_against_fixed_cap(None, None)["tries"] == 1
+
+
+def test_on_a_machine_too_busy_for_a_race_the_controller_is_judged_on_its_answers(monkeypatch):
+    """The rehearsal of cbed14a: the fixed cap's own batches took 3.4 s for a 2 s trigger, and the solution lost
+    both races (14,843 behind against 13,998). There a race proves nothing: the answers the controller gave about
+    the race's real batches decide, at once, with no second race."""
+    from streamlab.course import scenarios
+
+    busy = {"lag": 14843, "fixed_lag": 13998, "caps": [(20.1, 2000)], "error": None, "overran": True,
+            "busy": "the fixed cap's batches took 3.4 s (median) for a 2 s trigger", "too_busy": True}
+    for right in (True, False):
+        monkeypatch.setattr(scenarios, "_race", lambda *a, **k: dict(busy, answers_right=right))
+        run = scenarios.burst_against_fixed_cap(None, None)
+        assert run["won"] is right and run["tries"] == 1 and "too busy for a race" in scenarios.outcome(run)
+
+
+def test_right_answers_raise_the_cap_on_a_batch_behind_that_fit_its_trigger():
+    from streamlab.course.checks import fake_progress
+    from streamlab.course.scenarios import _answers_right
+
+    def event(behind, took):
+        made = fake_progress(5, {0: 20_000 + behind}, {0: 20_000}, rows=800)
+        made["durationMs"].update(addBatch=took)
+        return made
+
+    class Demo:
+        def __init__(self, decisions, largest):
+            self.decisions, self._largest = decisions, largest
+
+        def largest_batch(self):
+            return self._largest
+
+    assert _answers_right(Demo([(event(5000, 1500), 800, 2000)], 1998), 800, 2000)
+    assert not _answers_right(Demo([(event(5000, 1500), 800, 800)], 800), 800, 2000)  # kept the cap: wrong
+    assert not _answers_right(Demo([(event(5000, 1500), 800, 2000)], 800), 800, 2000)  # never read more
+    assert _answers_right(Demo([(event(5000, 2600), 800, 800)], 800), 800, 2000)  # overran: kept, rightly
+    assert _answers_right(Demo([(event(0, 900), 800, 800)], 800), 800, 2000)  # never behind: nothing to judge
 
 
 def test_a_race_compares_both_lags_at_one_moment():
