@@ -125,18 +125,17 @@ def _race(spark, controller, *, normal_cap, cost_ms, trigger_seconds, burst, rat
             "busy": f"the fixed cap's batches took {took[len(took) // 2] / 1000:.1f} s (median) for a "
                     f"{trigger_seconds:g} s trigger" if took else "the fixed cap read nothing",
             "too_busy": bool(took) and took[len(took) // 2] > trigger_ms,
-            "answers_right": _answers_right(controlled, normal_cap, trigger_ms)}
+            "answers_right": _answers_right(controlled, trigger_ms)}
 
 
-def _answers_right(controlled, normal_cap: int, trigger_ms: float) -> bool:
+def _answers_right(controlled, trigger_ms: float) -> bool:
     """Whether the controller, asked about the race's real batches, raised its cap when a batch was behind and fit
-    its trigger (and its query then read a batch over the fixed cap), or was never asked about such a batch."""
+    its trigger, or was never asked about such a batch. (Not whether its query then read a bigger batch: on such
+    a machine a restart can outlast the race.)"""
     fit_behind = [(cap, proposed) for event, cap, proposed in controlled.decisions
                   if (event.get("durationMs") or {}).get("addBatch", 0) <= trigger_ms
                   and _lag.total_lag(event) > cap]
-    if not fit_behind:
-        return True
-    return any(proposed > cap for cap, proposed in fit_behind) and controlled.largest_batch() > normal_cap
+    return not fit_behind or any(proposed > cap for cap, proposed in fit_behind)
 
 
 def _not_run(demos, moment) -> str | None:

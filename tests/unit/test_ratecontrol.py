@@ -122,17 +122,13 @@ def test_right_answers_raise_the_cap_on_a_batch_behind_that_fit_its_trigger():
         return made
 
     class Demo:
-        def __init__(self, decisions, largest):
-            self.decisions, self._largest = decisions, largest
+        def __init__(self, decisions):
+            self.decisions = decisions
 
-        def largest_batch(self):
-            return self._largest
-
-    assert _answers_right(Demo([(event(5000, 1500), 800, 2000)], 1998), 800, 2000)
-    assert not _answers_right(Demo([(event(5000, 1500), 800, 800)], 800), 800, 2000)  # kept the cap: wrong
-    assert not _answers_right(Demo([(event(5000, 1500), 800, 2000)], 800), 800, 2000)  # never read more
-    assert _answers_right(Demo([(event(5000, 2600), 800, 800)], 800), 800, 2000)  # overran: kept, rightly
-    assert _answers_right(Demo([(event(0, 900), 800, 800)], 800), 800, 2000)  # never behind: nothing to judge
+    assert _answers_right(Demo([(event(5000, 1500), 800, 2000)]), 2000)
+    assert not _answers_right(Demo([(event(5000, 1500), 800, 800)]), 2000)  # behind, within its trigger: kept
+    assert _answers_right(Demo([(event(5000, 2600), 800, 800)]), 2000)  # overran: kept, rightly
+    assert _answers_right(Demo([(event(0, 900), 800, 800)]), 2000)  # never behind: nothing to judge
 
 
 def test_a_race_compares_both_lags_at_one_moment():
