@@ -112,30 +112,37 @@ def _race(spark, controller, *, normal_cap, cost_ms, trigger_seconds, burst, rat
                 demo.stop_soon()
             for demo in demos:
                 demo.wait()
-    trigger_ms = trigger_seconds * 1000
     took = sorted(b["duration_ms"] or 0 for b in fixed.history if b["rows"])
+    median_ms = took[len(took) // 2] if took else None
+    fit, overran = _behind(controlled, trigger_seconds * 1000)
     return {"fixed_lag": fixed.lag_when(moment) if moment else None,
             "lag": controlled.lag_when(moment) if moment else controlled.final_lag(),
             "largest_batch": int(controlled.largest_batch()), "caps": list(controlled.caps),
             "error": controlled.controller_error or _not_run(demos, moment), "batches": len(controlled.history),
-            # the controller's query was behind and its batch's work outlasted the trigger: a reason to keep a cap
-            "overran": any(b["rows"] and (e.get("durationMs") or {}).get("addBatch", 0) > trigger_ms
-                           and (b["progress_lag"] or 0) > (b["cap"] or 0)
-                           for b, e in zip(controlled.history, controlled.events)),
-            "busy": f"the fixed cap's batches took {took[len(took) // 2] / 1000:.1f} s (median) for a "
-                    f"{trigger_seconds:g} s trigger" if took else "the fixed cap read nothing",
-            "too_busy": bool(took) and took[len(took) // 2] > trigger_ms,
-            "answers_right": _answers_right(controlled, trigger_ms)}
+            # asked about a batch behind its cap whose work outlasted the trigger: a reason to keep a cap
+            "overran": bool(overran),
+            "busy": f"the fixed cap's batches took {median_ms / 1000:.1f} s (median) for a {trigger_seconds:g} s "
+                    "trigger" if took else "the fixed cap read nothing",
+            "too_busy": bool(took) and median_ms > trigger_seconds * 1000,
+            "answers_right": _answers_right(fit)}
 
 
-def _answers_right(controlled, trigger_ms: float) -> bool:
-    """Whether the controller, asked about the race's real batches, raised its cap when a batch was behind and fit
-    its trigger, or was never asked about such a batch. (Not whether its query then read a bigger batch: on such
-    a machine a restart can outlast the race.)"""
-    fit_behind = [(cap, proposed) for event, cap, proposed in controlled.decisions
-                  if (event.get("durationMs") or {}).get("addBatch", 0) <= trigger_ms
-                  and _lag.total_lag(event) > cap]
-    return not fit_behind or any(proposed > cap for cap, proposed in fit_behind)
+def _answers_right(fit: list) -> bool:
+    """Whether the controller raised its cap for a batch behind and within its trigger (`fit`, from _behind), or
+    was asked about none. (Not whether its query then read a bigger batch: on a machine too busy for a race, a
+    restart can outlast it.)"""
+    return not fit or any(proposed > cap for cap, proposed in fit)
+
+
+def _behind(controlled, trigger_ms: float) -> tuple[list, list]:
+    """The controller's answers (cap, answer) about batches that were behind their cap: those whose work fit the
+    trigger, and those whose work outlasted it."""
+    fit, overran = [], []
+    for event, cap, proposed in controlled.decisions:
+        if _lag.total_lag(event) > cap:
+            took = (event.get("durationMs") or {}).get("addBatch", 0)
+            (fit if took <= trigger_ms else overran).append((cap, proposed))
+    return fit, overran
 
 
 def _not_run(demos, moment) -> str | None:

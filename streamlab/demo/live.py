@@ -204,10 +204,6 @@ class LiveDemo(Controls, LiveLoop):
         """The first poll after `after` seconds at which the total lag was at most `threshold` (None: never)."""
         return next((s["t"] for s in self.samples if s["t"] > after and s["lag"] <= threshold), None)
 
-    def last_poll(self) -> float | None:
-        """When the demo last measured its lag, as a `time.monotonic()` value (None before its first poll)."""
-        return self._t0 + self.samples[-1]["t"] if self.samples else None
-
     def lag_when(self, moment: float) -> int:
         """The broker-measured total lag at the poll closest to `moment`, a `time.monotonic()` value: two demos
         compared at one moment, whatever their own clocks."""

@@ -76,8 +76,7 @@ class ControlledDemo(LiveDemo):
     The controller gets the batch's progress event (a dict) and the cap the query runs with, and returns the next
     cap. A different cap restarts the query on the same checkpoint (Spark reads the cap only at start), drawn as a
     restart marker; `caps` records (seconds since start, cap) for every change, `decisions` (event, cap, answer) for
-    every question. A controller that raises is not
-    asked again, and its error is kept in `controller_error`.
+    every question. A controller that raises is not asked again, and its error is kept in `controller_error`.
     """
 
     def __init__(self, spark, topic: str, *, controller=None, **options):

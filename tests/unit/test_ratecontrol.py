@@ -114,7 +114,7 @@ def test_on_a_machine_too_busy_for_a_race_the_controller_is_judged_on_its_answer
 
 def test_right_answers_raise_the_cap_on_a_batch_behind_that_fit_its_trigger():
     from streamlab.course.checks import fake_progress
-    from streamlab.course.scenarios import _answers_right
+    from streamlab.course.scenarios import _answers_right, _behind
 
     def event(behind, took):
         made = fake_progress(5, {0: 20_000 + behind}, {0: 20_000}, rows=800)
@@ -125,20 +125,23 @@ def test_right_answers_raise_the_cap_on_a_batch_behind_that_fit_its_trigger():
         def __init__(self, decisions):
             self.decisions = decisions
 
-    assert _answers_right(Demo([(event(5000, 1500), 800, 2000)]), 2000)
-    assert not _answers_right(Demo([(event(5000, 1500), 800, 800)]), 2000)  # behind, within its trigger: kept
-    assert _answers_right(Demo([(event(5000, 2600), 800, 800)]), 2000)  # overran: kept, rightly
-    assert _answers_right(Demo([(event(0, 900), 800, 800)]), 2000)  # never behind: nothing to judge
+    def answers_right(decisions):
+        return _answers_right(_behind(Demo(decisions), 2000)[0])
+
+    assert answers_right([(event(5000, 1500), 800, 2000)])
+    assert not answers_right([(event(5000, 1500), 800, 800)])  # behind, within its trigger: kept
+    assert answers_right([(event(5000, 2600), 800, 800)])  # overran: kept, rightly
+    assert answers_right([(event(0, 900), 800, 800)])  # never behind: nothing to judge
+    assert _behind(Demo([(event(5000, 2600), 800, 800), (event(0, 2600), 800, 800)]), 2000) == ([], [(800, 800)])
 
 
 def test_a_race_compares_both_lags_at_one_moment():
-    """The fixed cap's demo and the controller's end `duration` s after their own first batches: a lag read at a
-    later end would count records the other's end never saw."""
+    """The fixed cap's demo and the controller's keep clocks of their own: the race reads both lags at one moment
+    of time.monotonic(), not at each demo's last poll."""
     from streamlab.demo import LiveDemo
 
     demo = LiveDemo.__new__(LiveDemo)
     demo._t0, demo.samples = 100.0, [{"t": t, "lag": lag} for t, lag in [(1.0, 50), (20.0, 900), (23.0, 1500)]]
-    assert demo.last_poll() == 123.0
     assert demo.lag_when(120.2) == 900 and demo.final_lag() == 1500
 
 
