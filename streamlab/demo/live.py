@@ -47,13 +47,13 @@ from streamlab.demo.charts import (CHARTS, PALETTE, RESTART_COLOR, ChartPlan, Pa
                                    figure)
 from streamlab.demo.controls import (CONTROLS, KNOBS, RESTARTING, ControlPlan, Controls, Knob,  # noqa: F401
                                      answer_while_busy)
-from streamlab.demo.loop import FIRST_BATCH_WAIT_S, REDRAW_EVERY_S, LiveLoop, RunPlan, Source  # noqa: F401
+from streamlab.demo.loop import (DEMO_SECONDS_ENV, FIRST_BATCH_WAIT_S, REDRAW_EVERY_S, LiveLoop,  # noqa: F401
+                                 RunPlan, Source)
 from streamlab.demo.settings import KnobError, StreamSettings, settings_text
 from streamlab.demo.widgets import png
 from streamlab.errors import LabError
 
 GRADING_SECONDS = 12  # under the grader nobody plays: a demo runs this long after its script at most
-DEMO_SECONDS_ENV = "STREAMLAB_DEMO_SECONDS"  # the same cap where nobody plays either: a test's Run All
 COLUMNS = ("batch", "time", "rows", "cap", "duration_ms", "input_rate", "process_rate", "lag", "restart", "run",
            "trigger_s", "planned", "progress_lag", "max_behind", "tasks", "partitions", "min_partitions",
            "partitions_read")

@@ -427,6 +427,20 @@ def test_where_nobody_plays_a_demo_s_duration_is_capped_and_a_bad_cap_is_named(m
         live.duration_cap()
 
 
+def test_where_nobody_watches_the_chart_waits_for_the_demo_s_end(monkeypatch):
+    """A learner's lab redraws the chart as batches come; a graded run or a capped test run (nobody sees it) does not."""
+    from streamlab.demo import loop
+
+    monkeypatch.delenv("STREAMLAB_GRADING", raising=False)
+    monkeypatch.delenv(loop.DEMO_SECONDS_ENV, raising=False)
+    assert not loop.nobody_watches()
+    monkeypatch.setenv(loop.DEMO_SECONDS_ENV, "15")
+    assert loop.nobody_watches()
+    monkeypatch.delenv(loop.DEMO_SECONDS_ENV)
+    monkeypatch.setenv("STREAMLAB_GRADING", "1")
+    assert loop.nobody_watches()
+
+
 def test_the_poller_collects_every_batch_that_ended_between_two_looks(demo):
     """lastProgress is read first (one JVM call); when more than one batch ended since, all of them are added."""
     def at(batch):

@@ -142,3 +142,10 @@ def test_delta_jars_are_the_delta_spark_pin_built_for_the_installed_spark():
 def test_the_docker_image_resolves_delta_beside_the_connector():
     assert re.search(r"python -m streamlab jars --only connector --only delta", DOCKERFILE.read_text()), (
         "docker/Dockerfile should resolve Delta Lake's jars with the connector's (the lakehouse module needs them)")
+
+
+def test_kafka_python_checksums_records_in_c():
+    """crc32c is pinned for kafka-python, which silently falls back to a pure-Python CRC-32C without it."""
+    from kafka.record import util
+
+    assert util.crc32c_c is not None, "kafka-python found no crc32c module: pip install -e . (it is pinned)"
