@@ -149,3 +149,14 @@ def test_kafka_python_checksums_records_in_c():
     from kafka.record import util
 
     assert util.crc32c_c is not None, "kafka-python found no crc32c module: pip install -e . (it is pinned)"
+
+
+def test_importing_nbformat_builds_no_iri_parser():
+    """make setup (and the image) removes rfc3987-syntax: with it, every process importing jsonschema (JupyterLab,
+    nbgrader, Check my work) spent 2.5 s of CPU building Earley parsers for a format no schema here uses."""
+    import subprocess
+    import sys
+
+    code = "import sys, nbformat, jupyter_events.validators; print('rfc3987_syntax' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert loaded.stdout.strip() == "False", loaded.stdout + loaded.stderr[-2000:]
