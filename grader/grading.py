@@ -592,7 +592,7 @@ class Heartbeat:
     def _running(self) -> tuple[str, float]:
         try:
             label, since = (self.work / ".grader-progress").read_text().rsplit("|", 1)
-            return label, time.time() - float(since)
+            return label, max(0.0, time.time() - float(since))  # clocks read apart: never "for -0 s"
         except (OSError, ValueError):
             return "the notebook", 0.0
 

@@ -57,16 +57,22 @@ def not_a_controller(controller, *, normal_cap: int = 800, max_batch: int = 2_00
         return "no next_cap yet"
     raised = attempt(controller, batch(8_000, normal_cap), normal_cap)
     if not (isinstance(raised, int) and normal_cap < raised <= max_batch):
-        return f"no race: 8,000 behind, in a batch that fit its trigger, it returned {raised!r}, not a higher cap"
+        return (f"next_cap returning {raised!r} for a batch 8,000 behind that fit its trigger, not a higher cap (no race "
+                "was run)")
     back = attempt(controller, batch(0, 300), 1_600)
     if back != normal_cap:
-        return f"no race: with no lag left it returned {back!r}, not NORMAL_CAP (a bigger fixed cap is no controller)"
+        return (f"next_cap returning {back!r} with no lag left, not NORMAL_CAP: a bigger fixed cap, not a controller (no "
+                "race was run)")
     return None
 
 
 def outcome(run: dict) -> str:
     """What a race's check found, in one line: both lags, a cap never raised, and a busy machine's part."""
-    text = f"{run['lag']} behind (the fixed cap: {run['fixed_lag']})"
+    def records(n) -> str:
+        return f"{n:,} records" if isinstance(n, int) else "not read"
+
+    text = (f"at the race's end your controller was {records(run['lag'])} behind, the fixed cap "
+            f"{records(run['fixed_lag'])}" + (": yours wins" if run["won"] else ""))
     if run.get("answered") is not None:
         return text + (f"; this machine was too busy for a race ({run['busy']}), so your controller was judged on "
                        "its answers to the race's batches: " + ("right" if run["answered"] else
@@ -91,10 +97,11 @@ def _race(spark, controller, *, normal_cap, cost_ms, trigger_seconds, burst, rat
 
     topic = new_topic("scenario", partitions=3)
     common = dict(cost_ms=cost_ms, trigger_seconds=trigger_seconds, duration=duration, controls=())
-    with contextlib.redirect_stdout(io.StringIO()):  # the demos' own charts are not part of a check's output
+    with contextlib.redirect_stdout(io.StringIO()):  # what the demos print is not part of a check's output
         fixed = LiveDemo(spark, topic, rate=0, max_offsets=normal_cap, title="fixed cap", **common)
         controlled = ControlledDemo(spark, topic, rate=0, max_offsets=normal_cap, controller=controller,
                                     title="controller", **common)
+        fixed.on_screen = controlled.on_screen = False  # nor are their charts: the check prints one line
         demos, moment = (fixed, controlled), None
         try:
             fixed.start()

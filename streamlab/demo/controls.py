@@ -107,6 +107,7 @@ class Controls:
         self.ranges = plan.ranges
         self.alert_text = ""
         self.live_controls = False  # whether the controls act while another cell runs (a kernel with subshells)
+        self.on_screen = True  # False: the demo shows no box (a check runs it for its numbers only)
         self._pending_script = sorted(self.script, key=lambda step: step[0])
         self._auto = False  # True while the script moves a control, so its move is not taken for a person's
         self._touched = False
@@ -317,6 +318,8 @@ class Controls:
     def _show(self) -> None:
         from IPython.display import display
 
+        if not self.on_screen:  # a demo a check runs for its numbers: no box in the check cell's output
+            return
         bundle = self.box._repr_mimebundle_()
         bundle["text/plain"] = f"LiveDemo on {self.topic} (runs in the background; the next cell waits for it)"
         self._handle = display(bundle, raw=True, display_id=True)

@@ -161,3 +161,20 @@ def test_only_a_controller_is_raced():
     assert "not a higher cap" in not_a_controller(lambda progress, cap: 800)
     assert "not a higher cap" in not_a_controller(lambda progress, cap: 2001)
     assert "ZeroDivisionError" in not_a_controller(lambda progress, cap: 1 / 0)
+
+
+def test_the_race_s_outcome_names_both_lags_in_records_and_shows_no_chart(monkeypatch):
+    """Tried in the browser: the check cell showed both race demos' boxes above a bare '213 behind (the fixed cap:
+    4668)'. Now the race's demos are not displayed, and the line says whose lag is whose, in records."""
+    from types import SimpleNamespace
+
+    from streamlab.course import scenarios
+    from streamlab.demo.controls import Controls
+
+    run = {"lag": 213, "fixed_lag": 4668, "won": True, "raised": True, "tries": 1}
+    assert scenarios.outcome(run) == ("at the race's end your controller was 213 records behind, the fixed cap "
+                                      "4,668 records: yours wins")
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda *a, **k: shown.append(a))
+    Controls._show(SimpleNamespace(on_screen=False))  # what _race sets on both demos
+    assert not shown
