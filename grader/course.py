@@ -147,12 +147,11 @@ def released(assignment_id: str, source: Path = SOURCE) -> Path:
     the grader's private folder under a digest of the assignment's source files and the course's nbgrader config.
     A changed notebook has another digest, so a stale release is never used."""
     import hashlib
-
-    import nbgrader
+    from importlib.metadata import version  # not `import nbgrader`: a second of its server extensions, every check
 
     source = Path(source).resolve()  # nbgrader runs in a temporary course folder: a relative path would miss
     folder = source / assignment_id
-    digest = hashlib.sha256(f"{nbgrader.__version__}\0".encode() + CONFIG_FILE.read_bytes())
+    digest = hashlib.sha256(f"{version('nbgrader')}\0".encode() + CONFIG_FILE.read_bytes())
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):
         digest.update(f"\0{path.relative_to(folder)}\0".encode() + path.read_bytes())
     cached = private_tmp() / "releases" / f"{assignment_id}-{digest.hexdigest()[:20]}"

@@ -92,7 +92,7 @@ def read_submission(path: Path, assignment_id: str | None = None, source: Path =
 
 def structure_notes(submitted, released, original=None) -> tuple[dict[str, list[str]], list[str]]:
     """Deleted, edited and reordered cells: ({test cell id: [one-line notes]}, [notebook-level notes])."""
-    from nbgrader.utils import is_locked
+    from .runner import is_locked
 
     per_cell: dict[str, list[str]] = {}
     general: list[str] = []

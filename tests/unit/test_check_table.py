@@ -18,3 +18,17 @@ def test_a_long_hint_wraps_between_words_in_its_own_column():
     assert all(line[:hint_at].strip() == "" for line in body[1:]), "a wrapped line left the hint's column"
     assert " ".join(line[hint_at:].strip() for line in body) == LONG, "wrapping lost or broke a word"
     assert lines[-1] == "score: 1 / 3"
+
+
+def test_locked_cells_follow_nbgrader_s_rule():
+    """grader.runner.is_locked (no import of nbgrader's server extensions) says what nbgrader.utils.is_locked says."""
+    import nbformat
+    from nbgrader.utils import is_locked as nbgrader_says
+
+    from grader.runner import is_locked
+
+    for meta in ({}, {"nbgrader": {}}, {"nbgrader": {"solution": True, "grade": True}}, {"nbgrader": {"grade": True}},
+                 {"nbgrader": {"locked": True}}, {"nbgrader": {"locked": False, "grade": False}},
+                 {"nbgrader": {"solution": True, "locked": True}}):
+        cell = nbformat.v4.new_code_cell("x", metadata=meta)
+        assert is_locked(cell) == nbgrader_says(cell), meta
