@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml 2>/dev/null | cksum | cut -d' ' -f1)
 LAB_PORT ?= 8888
 
-.PHONY: workshop workshop-deps help setup lab test test-fast test-docker test-cluster test-workshop bench release site broker-start broker-stop clean browser-deps compose-deps
+.PHONY: workshop workshop-deps help setup lab test test-fast test-docker test-cluster test-workshop bench release site seen broker-start broker-stop clean browser-deps compose-deps
 
 help: ## list the targets, and the variables you may set
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -82,6 +82,10 @@ release: setup ## regenerate notebooks/ (student versions) from solutions/ with 
 
 site: setup ## the course as a static site in .streamlab/site/ (docs/site.md): runs each student notebook, then builds the pages
 	$(PY) -m grader site --run --executed .streamlab/site-executed
+
+seen: setup ## each live demo's 'What you should see' figure from a real run (grader/seen.py), then make release
+	$(PY) -m grader seen --run --executed .streamlab/site-executed
+	$(PY) -m grader release
 
 broker-start: setup ## start the lab's Kafka broker
 cluster-start: setup ## start the lab's cluster: 3 Kafka brokers, a Spark Master and 2 Workers

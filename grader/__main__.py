@@ -51,6 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     site.add_argument("--executed", type=Path, metavar="DIR",
                       help="executed student notebooks <id>.ipynb: their outputs are shown")
     site.add_argument("--run", action="store_true", help="first run every student notebook into --executed DIR")
+    seen = sub.add_parser("seen", help="each live demo's 'What you should see': its last frame from a real run, into "
+                                       "solutions/<id>/figures/ and a cell under the demo (grader/seen.py)")
+    seen.add_argument("--executed", type=Path, metavar="DIR", help="executed student notebooks <id>.ipynb (default "
+                                                                   ".streamlab/site-executed/, which make site fills)")
+    seen.add_argument("--run", action="store_true", help="first run every student notebook into the --executed DIR")
     rev = sub.add_parser("revision", help="revision aids: module 8's tables as a printable cheat sheet (HTML, PDF) "
                                           "and code-only copies of the notebooks")
     rev.add_argument("--out", type=Path, help="folder (default .streamlab/revision/)")
@@ -109,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
             from .site import DEFAULT_OUT, main as site_main
 
             return site_main(args.out or DEFAULT_OUT, args.executed, run=args.run)
+        elif args.command == "seen":
+            from .seen import main as seen_main
+
+            return seen_main(args.executed or ROOT / ".streamlab" / "site-executed", run=args.run)
         elif args.command == "revision":
             from .revision import DEFAULT_OUT as REVISION_OUT, main as revision_main
 
