@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from .course import SOURCE, GraderError, assignments
+from .site import DEMO_SECONDS
 
 FRAME = ("image/png", "application/vnd.jupyter.widget-view+json")  # a demo's frozen last frame has both
 CELL_ID = "seen-{}"  # the id of the markdown cell under a demo's cell
@@ -28,13 +29,19 @@ SUMMARY = ("<b>What you should see</b>: a recorded run, stopped {seconds} s afte
            "differ. The shape should not.")
 
 
+def recorded(cell) -> bool:
+    """Whether a code cell's demos get a What you should see: not an exercise's cell, nor a race of the learner's own
+    answer (`"streamlab": {"seen": false}`), whose chart shows what that answer did."""
+    meta = cell.get("metadata", {})
+    return (cell.cell_type == "code" and not meta.get("nbgrader", {}).get("grade_id")
+            and meta.get("streamlab", {}).get("seen", True))
+
+
 def frames(executed_nb) -> dict[str, list[bytes]]:
-    """{cell id: the PNG frames its demos froze, in order} of an executed notebook (nbgrader cells left out)."""
+    """{cell id: the PNG frames its demos froze, in order} of an executed notebook (only cells `recorded`)."""
     found: dict[str, list[bytes]] = {}
     for cell in executed_nb.cells:
-        meta = cell.get("metadata", {})
-        if cell.cell_type != "code" or meta.get("nbgrader", {}).get("grade_id") or not meta.get("streamlab", {}).get(
-                "seen", True):  # an exercise, or a race of the learner's own answer: what it shows is theirs
+        if not recorded(cell):
             continue
         shots = [base64.b64decode(out["data"]["image/png"]) for out in cell.get("outputs", [])
                  if all(mime in out.get("data", {}) for mime in FRAME)]
@@ -53,8 +60,6 @@ def _alt(source: str, k: int, count: int) -> str:
 def seen_cell_source(names: list[str], alts: list[str]) -> str:
     """The markdown under a demo: its frames, folded."""
     images = "\n\n".join(f"![{alt}](figures/{name})" for name, alt in zip(names, alts))
-    from .site import DEMO_SECONDS
-
     return f"<details><summary>{SUMMARY.format(seconds=DEMO_SECONDS)}</summary>\n\n{images}\n\n</details>"
 
 
@@ -70,13 +75,14 @@ def apply(aid: str, executed: Path, source: Path = SOURCE) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     index = {cell.get("id"): i for i, cell in enumerate(nb.cells)}
     written = []
+    if shots:
+        (source / aid / "figures").mkdir(exist_ok=True)
     for cell_id, pngs in shots.items():
         if cell_id not in index:
             raise GraderError(f"{run}: cell {cell_id} is not in {path}: run the notebooks of the current release "
                               "again (make seen)")
         at = index[cell_id]
         names = [f"seen-{cell_id}{'' if len(pngs) == 1 else f'-{k + 1}'}.png" for k in range(len(pngs))]
-        (source / aid / "figures").mkdir(exist_ok=True)
         for name, png in zip(names, pngs):
             (source / aid / "figures" / name).write_bytes(png)
         text = seen_cell_source(names, [_alt(nb.cells[at].source, k, len(pngs)) for k in range(len(pngs))])

@@ -62,11 +62,9 @@ def test_a_run_of_another_release_is_refused_with_the_fix(tmp_path):
 
 
 def _demo_cells(nb) -> list:
-    """Code cells that start a live demo, outside the exercises and the races of a learner's own answer (their cell's
-    metadata says `"streamlab": {"seen": false}`: what they show is that answer's)."""
-    return [c for c in nb.cells if c.cell_type == "code" and re.search(r"Demo\(", c.source)
-            and re.search(r"\.start\(\)", c.source) and not c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-            and c.get("metadata", {}).get("streamlab", {}).get("seen", True)]
+    """Code cells that start a live demo and get a What you should see (seen.recorded)."""
+    return [c for c in nb.cells if seen.recorded(c) and re.search(r"Demo\(", c.source)
+            and re.search(r"\.start\(\)", c.source)]
 
 
 @pytest.mark.parametrize("aid", assignments(SOURCE))
