@@ -12,9 +12,12 @@ from .course import RELEASE, ROOT, SOURCE, CouldNotGrade, GraderError
 
 def main(argv: list[str] | None = None) -> int:
     """Run the grader command line; returns the exit code."""
+    from streamlab.lab.machine import interrupt_on_termination
+
     from .course import fast_imports
 
     fast_imports()
+    interrupt_on_termination()  # a killed check or grade stops its sandboxed kernel too (`_run_job`)
     parser = argparse.ArgumentParser(prog="python -m grader", description=__doc__)
     parser.add_argument("--source", type=Path, default=SOURCE, help="nbgrader source folder (default solutions/)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -163,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
               "for the traceback", file=sys.stderr)
         return 3
     except KeyboardInterrupt:
+        from .grading import end_running
+
+        end_running()  # a cohort's gradings run in threads the interrupt does not reach
         print("error: interrupted", file=sys.stderr)
         return 130
     return 0

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from .course import (ROOT, SOURCE, CouldNotGrade, GraderError, assignments, nbgrader_config, temp_course,
                      released as released_version)
+from . import sandbox
 from .runner import grade_id as _grade_id
 from .runner import is_test as _is_test
 
@@ -317,7 +319,6 @@ def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = (), boots
 
     from streamlab.lab.jars import state_dir
 
-    from . import sandbox
     from .course import private_tmp
 
     why = sandbox.available()
@@ -360,6 +361,20 @@ def run_in_sandbox(box, job: dict, log: Path, on_start=None) -> dict:
         return _run_job(box, job, log, on_start)
 
 
+_running: set = set()  # the sandboxes this process's gradings run now (a cohort grades several at once)
+_running_lock = threading.Lock()
+
+
+def end_running() -> int:
+    """Stop every sandbox this process runs (an interrupted `grade` of a cohort, whose gradings run in threads that
+    Ctrl-C does not reach): how many. Each grading then ends without an answer."""
+    with _running_lock:
+        procs = list(_running)
+    for proc in procs:
+        sandbox.end(proc)
+    return len(procs)
+
+
 def _run_job(box, job: dict, log: Path, on_start=None) -> dict:
     import subprocess
     import sys
@@ -371,13 +386,23 @@ def _run_job(box, job: dict, log: Path, on_start=None) -> dict:
         proc = subprocess.Popen(box.wrap([python, "-m", "grader.worker", str(write)]), stdin=subprocess.PIPE,
                                 stdout=sink, stderr=sink, pass_fds=(write,), cwd=job["workdir"])
     os.close(write)
-    if on_start is not None:
-        on_start(proc)
-    with os.fdopen(read, "r", encoding="utf-8") as pipe:
-        proc.stdin.write(json.dumps(job).encode())
-        proc.stdin.close()
-        text = pipe.read()
-    proc.wait()
+    with _running_lock:
+        _running.add(proc)
+    try:
+        if on_start is not None:
+            on_start(proc)
+        with os.fdopen(read, "r", encoding="utf-8") as pipe:
+            proc.stdin.write(json.dumps(job).encode())
+            proc.stdin.close()
+            text = pipe.read()
+        proc.wait()
+    except BaseException:  # interrupted (Ctrl-C, or a SIGTERM that grader's main turns into one)
+        sandbox.end(proc)  # its whole pid namespace: worker, kernel, Spark
+        proc.wait()
+        raise
+    finally:
+        with _running_lock:
+            _running.discard(proc)
     try:
         result = json.loads(text)
     except ValueError:
@@ -611,7 +636,7 @@ class Heartbeat:
                 if self.say:
                     self.say(f"… {self.lost}")
                 if self._proc is not None:
-                    self._proc.kill()
+                    sandbox.end(self._proc)
                 return
             if self.say and time.monotonic() - last >= PROGRESS_EVERY_S:
                 last = time.monotonic()

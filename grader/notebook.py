@@ -170,7 +170,16 @@ def timing(notebook: str | os.PathLike, timeout: int | None = None,
     started = time.monotonic()
     cmd = [sys.executable, "-m", "grader"] + (["--source", str(source)] if source else []) + ["check", str(path)]
     cmd += ["--timeout", str(timeout)] if timeout else []
-    subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    check = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        check.wait()
+    except BaseException:  # interrupted: the check stops its sandboxed kernel on SIGTERM, not when it is killed
+        check.terminate()
+        try:
+            check.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            check.kill()
+        raise
     return plain, time.monotonic() - started
 
 

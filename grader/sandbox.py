@@ -24,6 +24,7 @@ import os
 import pwd
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -134,6 +135,24 @@ class Sandbox:
         """`cmd` (the kernel's command line) run inside the sandbox."""
         outer = (OUTER if self.account is None else ROOT_OUTER) + (["--net"] if self.relay else [])
         return outer + ["--", "sh", "-c", self.script(), "sandbox"] + list(cmd)
+
+
+def end(proc: subprocess.Popen) -> None:
+    """Stop a sandbox started with `Sandbox.wrap`, everything in it with it: SIGKILL its pid namespace's first
+    process (the kernel then kills every other process of the namespace), then `unshare` itself. Killing `unshare`
+    alone does not do it when the grader is root: the first process drops to the grading account (setpriv), and a
+    change of credentials clears the parent-death signal that `--kill-child` relies on (prctl(2), PR_SET_PDEATHSIG);
+    a killed check left its worker, kernel and relay running."""
+    try:
+        first = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    except OSError:  # gone already, or no such file: only `unshare` to kill
+        first = []
+    for pid in first:
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.kill()
 
 
 def q(path: Path) -> str:

@@ -433,6 +433,9 @@ def _delta(spark, bootstrap: str) -> None:
 def main() -> int:
     """Measure and print the benchmark ratios."""
     import streamlab
+    from streamlab.lab.machine import interrupt_on_termination
+
+    interrupt_on_termination()  # a `kill` mid-row stops what the row started (a check's sandboxed kernel, its JVM)
     from streamlab import offline
     from streamlab.lab import topics
     from streamlab.lab.broker import broker_port, data_dir, ensure_broker, stop_broker
@@ -657,4 +660,8 @@ def container_measure():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("bench: interrupted; what it started is stopped", file=sys.stderr)
+        sys.exit(130)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
 
 from streamlab.errors import LabError
@@ -36,3 +37,13 @@ def java_binary() -> str:
 def in_ci() -> bool:
     """Whether this runs under CI ($CI set true), where the real stack is required and no fallback is taken."""
     return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def interrupt_on_termination() -> None:
+    """A SIGTERM or SIGHUP (a `kill`, a closed terminal) raises KeyboardInterrupt, as Ctrl-C does: the `finally`
+    blocks and exit handlers that stop what this process started run, where Python's default would just die."""
+    def interrupted(_signum, _frame):
+        raise KeyboardInterrupt
+
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, interrupted)

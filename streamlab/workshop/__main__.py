@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from streamlab.errors import LabError
+from streamlab.lab.machine import interrupt_on_termination
 from streamlab.workshop import disks
 from streamlab.workshop.hub import VENV_BIN, Settings, default_root, write_config
 
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.background:
                 return 0
             try:
-                signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+                interrupt_on_termination()
                 proc.wait()
             except KeyboardInterrupt:
                 pass

@@ -492,3 +492,38 @@ def test_a_broker_lost_mid_check_is_not_the_learner_s_fault(tmp_path, monkeypatc
     with open(tmp_path / "out" / "grades.csv", newline="") as fh:
         (written,) = list(csv.DictReader(fh))
     assert written["score"] == "" and written["status"] == "not graded"
+
+
+def test_a_check_killed_mid_grading_stops_its_sandboxed_kernel(released, tmp_path, bootstrap):
+    """`kill` of a check (or of the `make bench` row waiting on one) while a cell runs: the check says so and its
+    sandbox, kernel and all, is gone within seconds, instead of running on unowned."""
+    import signal
+
+    import psutil
+
+    from support import wait_until
+
+    path = tmp_path / f"{AID}.ipynb"
+    nbformat.write(_answered(released, ex1_answer="import time\ntime.sleep(4321)"), path)
+    check = subprocess.Popen([sys.executable, "-m", "grader", "--source", str(FIXTURES), "check", str(path),
+                              "--timeout", "600"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def kernel() -> bool:
+            for child in psutil.Process(check.pid).children(recursive=True):
+                try:
+                    if child.cmdline()[1:3] == ["-m", "ipykernel_launcher"]:  # the kernel itself, as the account
+                        return True
+                except psutil.Error:  # gone, or not ours to read
+                    pass
+            return False
+
+        assert wait_until(kernel, timeout=120), "no sandboxed kernel started within 120 s"
+        sandbox = psutil.Process(check.pid).children(recursive=True)
+        check.send_signal(signal.SIGTERM)
+        _, err = check.communicate(timeout=60)
+        _, alive = psutil.wait_procs(sandbox, timeout=30)
+    finally:
+        if check.poll() is None:
+            check.kill()
+    assert check.returncode == 130 and "interrupted" in err, (check.returncode, err[-2000:])
+    assert not alive, f"left running after the check was killed: {[p.cmdline()[:3] for p in alive]}"
