@@ -14,9 +14,10 @@ Per module:
 - `queries`: cells that show a whole `readStream` ... `writeStream` ... `start()` query, run or in a ```python block
   (target 1 or more);
 - `long_checks`: visible check cells longer than 3 lines (target 0).
-And for the quizzes (each module's lettered questions, the interview pool's written-out ones, and all of them): how
-often a blind strategy is right — always the longest option, always the one with the most code, the best single
-letter (target: 35 % or less each); none may score more than in the baseline.
+And for the quizzes (each module's lettered questions, the interview pool's written-out ones, all of them, and apart
+the ungraded Check yourself questions): how often a blind strategy is right — always the longest option, always
+the one with the most code, the best single letter (target: 35 % or less each); none may score more than in the
+baseline.
 """
 from __future__ import annotations
 
@@ -233,6 +234,21 @@ def notebook_questions(aid: str, nb) -> list[Asked]:
     return found
 
 
+def self_check_questions(aid: str, nb) -> list[Asked]:
+    """The ungraded Check yourself questions of a notebook (streamlab.course.quiz.self_check), in its order."""
+    import ast
+
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "self_check(" not in cell.source:
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("self_check") and len(node.args) >= 3:
+                question, options, key = (ast.literal_eval(arg) for arg in node.args[:3])
+                found.append(Asked(f"{aid} {question[:40]}", dict(zip("abcde", options)), key))
+    return found
+
+
 def pool_questions() -> list[Asked]:
     """The written-out questions of the interview pool (streamlab.course.interview.FIXED)."""
     from streamlab.course.interview import FIXED, LETTERS
@@ -259,8 +275,10 @@ def quiz_report(source: Path = SOURCE) -> dict[str, dict]:
     """{module or 'pool' or 'all': {questions, and each strategy's score}}."""
     import nbformat
 
-    per: dict[str, list[Asked]] = {aid: notebook_questions(aid, nbformat.read(source / aid / f"{aid}.ipynb", 4))
-                                   for aid in assignments(source)}
+    notebooks = {aid: nbformat.read(source / aid / f"{aid}.ipynb", 4) for aid in assignments(source)}
+    per: dict[str, list[Asked]] = {aid: notebook_questions(aid, nb) for aid, nb in notebooks.items()}
     per["pool"] = pool_questions()
     per["all"] = [q for qs in per.values() for q in qs]
+    # Ungraded, answered at once in the notebook, each learner's options in her own order: still no free points.
+    per["check yourself"] = [q for aid, nb in notebooks.items() for q in self_check_questions(aid, nb)]
     return {name: {"questions": len(qs), **blind(qs)} for name, qs in per.items()}

@@ -96,12 +96,43 @@ def _relinked(html: str) -> str:
     return _HREF.sub(swap, html)
 
 
+def self_check_html(source: str) -> str | None:
+    """A Check yourself cell (streamlab.course.quiz.self_check) as a page shows it without a kernel: the question,
+    its options as the notebook writes them, and the answer with its why folded under them; None for other cells."""
+    import ast
+    from html import escape
+
+    if "self_check(" not in source:
+        return None
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("self_check"):
+            names = ["question", "options", "key", "why"]
+            given = dict(zip(names, node.args)) | {k.arg: k.value for k in node.keywords if k.arg in names}
+            question, options, key, why = (ast.literal_eval(given[name]) for name in names)
+            break
+    else:
+        return None
+
+    def text(value: str) -> str:
+        return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(value))
+
+    items = "".join(f"<li>{text(option)}</li>" for option in options)
+    return (f'<div class="self-check"><p><b>Check yourself.</b> {text(question)}</p><ol type="a">{items}</ol>'
+            f"<details><summary>Answer</summary><p><b>{key})</b> {text(why)}</p></details></div>")
+
+
 def _static(nb) -> None:
     """Leave out what needs a kernel or a script: widget views and state, JavaScript, a widget's bare repr; and the
-    code of a cell whose source the notebook hides, where a run printed what it shows (a quiz's options)."""
+    code of a cell whose source the notebook hides, where a run printed what it shows (a quiz's options). A Check
+    yourself cell shows its question, with the answer folded (`self_check_html`), instead of its buttons."""
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         if cell.cell_type != "code":
+            continue
+        shown = self_check_html(cell.source)
+        if shown is not None:
+            cell.metadata.setdefault("transient", {})["remove_source"] = True
+            cell.outputs = [{"output_type": "display_data", "metadata": {}, "data": {"text/html": shown}}]
             continue
         if cell.metadata.get("jupyter", {}).get("source_hidden") and cell.get("outputs"):
             cell.metadata.setdefault("transient", {})["remove_source"] = True

@@ -216,18 +216,27 @@ def reveal(answer, correct, explanation: str, name: str = "answer", choices: str
     report(name, right, f"{verdict}. Why: {explanation}" if answered else f"{verdict} (not answered yet)")
 
 
+def self_order(question: str, count: int) -> list[int]:
+    """The learner's order of a Check yourself question's options, drawn from her variant seed and named by the
+    question's text: position i shows the option written i-th at order[i]."""
+    import hashlib
+
+    return order("self-" + hashlib.sha256(question.encode()).hexdigest()[:12], count)
+
+
 def self_check(question: str, options: list[str], key: str, why: str) -> None:
     """An ungraded question that answers at once: options a, b, c, … as buttons; a click says right or not, and why.
 
-    Under the grader (and without widgets) it prints the question only: it is worth no points and reveals nothing."""
-    import string
-
-    letters = string.ascii_lowercase[:len(options)]
+    The options show in the learner's own order (`self_order`), so the letter written in the cell (its source is
+    folded away in the notebook) is not the one she clicks. Under the grader (and without widgets) it prints the
+    question only: it is worth no points and reveals nothing."""
+    letters = LETTERS[:len(options)]
     if key not in letters:
         raise ValueError(f"key {key!r} is not one of {', '.join(letters)}")
+    shown = self_order(question, len(options))
+    options = [options[i] for i in shown]
+    key = letters[shown.index(letters.index(key))]
     lines = [f"Check yourself: {question}"] + [f"  {letter}) {text}" for letter, text in zip(letters, options)]
-    import os
-
     if judging() or os.environ.get("STREAMLAB_GRADING"):  # a graded run: no one clicks
         print("\n".join(lines))
         return
