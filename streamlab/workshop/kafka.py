@@ -22,9 +22,9 @@ quota; and our own topic policy (policy/RoomPolicy.java, compiled at start) caps
 creation, retention (no -1), record size, segment size. CreatePartitions passes neither policy, so with ALTER one
 request could grow her own topic to ~10,000 partitions, past the broker's file limit (K21): learners hold no ALTER,
 and the demos' partitions slider asks the hub's partitions service (partitions.py), which grows only her own topics,
-to at most 12 partitions, at her mutation rate. Not bounded per learner: connections (all learners share
-127.0.0.1, so Kafka cannot tell them apart by address: one learner can hold the listener's connections and delay
-others' new ones until hers close or idle out). docs/workshop.md says so to the instructor.
+to at most 12 partitions, at her mutation rate. All learners share 127.0.0.1, so Kafka cannot tell their connections
+apart; the kernel can (each learner's server runs as her own account), and caps each account's connections to the
+learners' listener (connections.py), so one learner cannot hold the listener's and keep the others out.
 
 The learner's credentials reach their notebooks as a file of Spark `kafka.*` options (streamlab.lab.access).
 """
@@ -195,6 +195,7 @@ def start(room: Room, timeout: float = 180.0, produce: int = PRODUCE_BYTES_S, fe
     from streamlab.lab.broker import probe_one
 
     if running(room):
+        _cap_learners(room)
         return room.bootstrap
     if probe_one("127.0.0.1", room.port) != "closed":
         raise LabError(f"port {room.port} is taken by another process: stop it or pick another "
@@ -246,7 +247,21 @@ def start(room: Room, timeout: float = 180.0, produce: int = PRODUCE_BYTES_S, fe
                                f"{room.folder / 'broker.log'}") from None
             time.sleep(0.5)
     set_quotas(room, produce, fetch)
+    _cap_learners(room)
     return room.bootstrap
+
+
+def _cap_learners(room: Room) -> None:
+    """Each learner's account at most connections.LEARNER_CONNECTIONS to the learners' listener (the kernel's count,
+    connections.py); where the machine cannot, a warning that says what that leaves open and the fix."""
+    import sys
+
+    from streamlab.workshop import connections
+
+    why = connections.cap(room.folder, room.port)
+    if why:
+        print(f"warning: {why}: a learner's connections to the room's Kafka are not capped, so one learner can hold "
+              f"its listener's {MAX_CONNECTIONS} and keep the others out until hers close", file=sys.stderr)
 
 
 def _all_files() -> None:
@@ -286,10 +301,13 @@ def stop(room: Room) -> bool:
     """Stop the room's broker (SIGTERM, then SIGKILL after 15 s); whether it ran."""
     from streamlab.lab.broker import _terminate
 
+    from streamlab.workshop import connections
+
     pid = running(room)
     if pid:
         _terminate(pid)
     (room.folder / "broker.pid").unlink(missing_ok=True)
+    connections.uncap(room.folder)
     return bool(pid)
 
 
