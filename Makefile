@@ -67,15 +67,18 @@ test-fast: setup compose-deps ## unit tests only (no broker, no Spark)
 
 CHP := .streamlab/node/node_modules/.bin/configurable-http-proxy
 
-workshop-deps: $(STAMP) ## install JupyterHub's proxy (configurable-http-proxy 5.3.0, npm) into .streamlab/node/
+workshop-deps: $(STAMP) ## install JupyterHub's proxy (configurable-http-proxy 5.3.0, npm) into .streamlab/node/, and Debian's nftables (root: the room's per-learner connection cap)
 	@test -x $(CHP) || { command -v npm >/dev/null || { echo "error: npm not found: install Node.js 18+ and npm (Debian: apt-get install npm)"; exit 1; }; \
 	  mkdir -p .streamlab/node && npm install --silent --prefix .streamlab/node --no-save --no-audit --no-fund configurable-http-proxy@5.3.0; }
+	@if ! command -v nft >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  (apt-get install -y -qq --no-install-recommends nftables >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq --no-install-recommends nftables >/dev/null)) \
+	  || echo "warning: could not install nftables: the room's Kafka will not cap each learner's connections"; fi
 
 workshop: setup workshop-deps ## serve the course to a room: JupyterHub and the room's SCRAM Kafka on 127.0.0.1 (docs/workshop.md); Ctrl-C stops both
 	@$(PY) -m streamlab.workshop start
 
 bench: setup compose-deps workshop-deps ## print the benchmark ratios: engine vs raw consumer, grading vs running, the cluster, compose and hub labs
-	$(PY) -m streamlab.bench
+	$(PY) -m bench
 
 release: setup ## regenerate notebooks/ (student versions) from solutions/ with nbgrader
 	$(PY) -m grader release

@@ -1,4 +1,5 @@
-"""`make bench`: ratios measured side by side in one run (never a timed test: these machines are shared).
+"""`make bench` (`python -m bench`): ratios measured side by side in one run (never a timed test: these machines are
+shared). An application of its own beside the course, not part of the runtime every notebook imports (streamlab/).
 
 What it compares, each pair on the same work in the same run:
 - broker start to ready: Apache Kafka cold (a fresh data folder, formatted first) against warm (its data kept);
@@ -35,6 +36,7 @@ import threading
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parent.parent  # the course's folder: where `python -c` children find `bench`
 RECORDS = 200_000
 MEMORY_RUNS = 3
 BATCH = 2_000
@@ -229,7 +231,8 @@ s.stop()
 
 def _peak_of(script: str, also: list[int] = ()) -> int:
     """Peak resident memory of a Python script, its children (the Spark JVM) and the given processes."""
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            cwd=ROOT)
     meter = _PeakMemory([proc.pid, *also])
     meter.start()
     proc.wait(timeout=300)
@@ -525,7 +528,7 @@ def main() -> int:
             print(f"  {module} check / run time: {check_s / run_s:.2f}")
     _cluster(lab_peak, RECORDS / conn)
     _containers(native)
-    from streamlab.workshop.bench import workshop_section
+    from bench.workshop import workshop_section
 
     workshop_section()  # a hub for a room: start, first login to first batch, memory per learner, grading rate
     return 0
@@ -538,7 +541,7 @@ CLUSTER_WORK = """
 import datetime, json, os, threading, time
 import streamlab
 from kafka import KafkaProducer
-from streamlab.bench import RECORDS, _read_seconds
+from bench import RECORDS, _read_seconds
 from streamlab.lab import cluster, topics
 from streamlab.lab.producer import produce
 s, bootstrap = streamlab.setup(cluster=True)
@@ -653,15 +656,7 @@ def container_measure():
     """tests/docker/measure.py, imported as make bench imports it (the tests' folders are no packages)."""
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "docker"))
+    sys.path.insert(0, str(ROOT / "tests" / "docker"))
     import measure
 
     return measure
-
-
-if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        print("bench: interrupted; what it started is stopped", file=sys.stderr)
-        sys.exit(130)

@@ -5,7 +5,7 @@
   notebook edit: only the course layer);
 - `docker-compose up -d` until both services are healthy;
 - module 4's Restart & Run All in the lab container (against the Kafka container) against the same run natively,
-  which streamlab/bench.py measured before.
+  which bench/ measured before.
 
 Printed as figures and ratios, never asserted: the machines are shared. Runs only where the engine can be had
 (Debian, root); otherwise it says why it measured nothing.

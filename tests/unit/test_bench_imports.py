@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_bench_imports_its_container_section_outside_pytest():
-    done = subprocess.run([sys.executable, "-c", "from streamlab.bench import container_measure; "
+    done = subprocess.run([sys.executable, "-c", "from bench import container_measure; "
                            "print(callable(container_measure().run))"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "True", done.stderr[-1500:]

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("streamlab", "grader")
+PACKAGES = ("streamlab", "grader", "bench")
 
 
 def modules(root: Path = ROOT) -> dict[str, Path]:
@@ -131,6 +131,14 @@ def test_the_notebook_runtime_does_not_import_the_grader():
     for package in ("streamlab.lab", "streamlab.observe", "streamlab.delivery", "streamlab.offline",
                     "streamlab.rates", "streamlab.lakehouse"):
         assert not reaching(GRAPH, package, "grader"), reaching(GRAPH, package, "grader")
+
+
+def test_the_runtime_imports_no_application():
+    """streamlab/ is what every learner's kernel imports: `make bench` stands outside it (bench/), and of the
+    runtime only the workshop hub, an application still inside it, uses the grader."""
+    assert not reaching(GRAPH, "streamlab", "bench"), reaching(GRAPH, "streamlab", "bench")
+    beyond = [edge for edge in reaching(GRAPH, "streamlab", "grader") if not edge.startswith("streamlab.workshop")]
+    assert not beyond, beyond
 
 
 def test_the_offline_engine_imports_only_itself_and_the_base_modules():
