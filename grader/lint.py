@@ -235,18 +235,13 @@ def notebook_questions(aid: str, nb) -> list[Asked]:
 
 
 def self_check_questions(aid: str, nb) -> list[Asked]:
-    """The ungraded Check yourself questions of a notebook (streamlab.course.quiz.self_check), in its order."""
-    import ast
+    """The ungraded Check yourself questions a notebook asks (streamlab.course.self_checks), in its order."""
+    from streamlab.course.self_checks import QUESTIONS
 
-    found = []
-    for cell in nb.cells:
-        if cell.cell_type != "code" or "self_check(" not in cell.source:
-            continue
-        for node in ast.walk(ast.parse(cell.source)):
-            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("self_check") and len(node.args) >= 3:
-                question, options, key = (ast.literal_eval(arg) for arg in node.args[:3])
-                found.append(Asked(f"{aid} {question[:40]}", dict(zip("abcde", options)), key))
-    return found
+    from .site import self_checks_of
+
+    return [Asked(f"{aid} {name}", dict(zip("abcde", QUESTIONS[name].options)), QUESTIONS[name].key)
+            for cell in nb.cells if cell.cell_type == "code" for name in self_checks_of(cell.source)]
 
 
 def pool_questions() -> list[Asked]:

@@ -96,29 +96,28 @@ def _relinked(html: str) -> str:
     return _HREF.sub(swap, html)
 
 
-def self_check_html(source: str) -> str | None:
-    """A Check yourself cell (streamlab.course.quiz.self_check) as a page shows it without a kernel: the question,
-    its options as the notebook writes them, and the answer with its why folded under them; None for other cells."""
+def self_checks_of(source: str) -> list[str]:
+    """The Check yourself questions a cell asks (`quiz.self_check("02-1")`), in order."""
     import ast
-    from html import escape
 
     if "self_check(" not in source:
-        return None
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("self_check"):
-            names = ["question", "options", "key", "why"]
-            given = dict(zip(names, node.args)) | {k.arg: k.value for k in node.keywords if k.arg in names}
-            question, options, key, why = (ast.literal_eval(given[name]) for name in names)
-            break
-    else:
-        return None
+        return []
+    return [ast.literal_eval(node.args[0]) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("self_check") and node.args]
 
-    def text(value: str) -> str:
-        return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(value))
 
-    items = "".join(f"<li>{text(option)}</li>" for option in options)
-    return (f'<div class="self-check"><p><b>Check yourself.</b> {text(question)}</p><ol type="a">{items}</ol>'
-            f"<details><summary>Answer</summary><p><b>{key})</b> {text(why)}</p></details></div>")
+def self_check_html(name: str) -> str:
+    """A Check yourself question as a page shows it without a kernel: the question, its options lettered as the
+    course writes them, and the answer (its letter and text) with why, folded under them."""
+    from streamlab.course.quiz import LETTERS, as_html
+    from streamlab.course.self_checks import QUESTIONS
+
+    asked = QUESTIONS[name]
+    items = "".join(f"<li>{letter}) {as_html(option)}</li>" for letter, option in zip(LETTERS, asked.options))
+    right = asked.options[LETTERS.index(asked.key)]
+    return (f'<div class="self-check"><p><b>Check yourself.</b> {as_html(asked.question)}</p>'
+            f'<ul style="list-style: none; padding-left: 1em">{items}</ul><details><summary>Answer</summary>'
+            f"<p><b>{asked.key}) {as_html(right)}.</b> {as_html(asked.why)}</p></details></div>")
 
 
 def _static(nb) -> None:
@@ -129,10 +128,11 @@ def _static(nb) -> None:
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        shown = self_check_html(cell.source)
-        if shown is not None:
+        asked = self_checks_of(cell.source)
+        if asked:
             cell.metadata.setdefault("transient", {})["remove_source"] = True
-            cell.outputs = [{"output_type": "display_data", "metadata": {}, "data": {"text/html": shown}}]
+            cell.outputs = [{"output_type": "display_data", "metadata": {},
+                             "data": {"text/html": "".join(self_check_html(name) for name in asked)}}]
             continue
         if cell.metadata.get("jupyter", {}).get("source_hidden") and cell.get("outputs"):
             cell.metadata.setdefault("transient", {})["remove_source"] = True

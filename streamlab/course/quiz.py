@@ -224,19 +224,21 @@ def self_order(question: str, count: int) -> list[int]:
     return order("self-" + hashlib.sha256(question.encode()).hexdigest()[:12], count)
 
 
-def self_check(question: str, options: list[str], key: str, why: str) -> None:
-    """An ungraded question that answers at once: options a, b, c, … as buttons; a click says right or not, and why.
+def self_check(name: str) -> None:
+    """Ask the Check yourself question `name` (streamlab.course.self_checks): options a, b, c, … as buttons, in the
+    learner's own order (`self_order`); a click says right or not, and why, and marks the buttons.
 
-    The options show in the learner's own order (`self_order`), so the letter written in the cell (its source is
-    folded away in the notebook) is not the one she clicks. Under the grader (and without widgets) it prints the
-    question only: it is worth no points and reveals nothing."""
-    letters = LETTERS[:len(options)]
-    if key not in letters:
-        raise ValueError(f"key {key!r} is not one of {', '.join(letters)}")
-    shown = self_order(question, len(options))
-    options = [options[i] for i in shown]
-    key = letters[shown.index(letters.index(key))]
-    lines = [f"Check yourself: {question}"] + [f"  {letter}) {text}" for letter, text in zip(letters, options)]
+    Under the grader (and without widgets) it prints the question only: it is worth no points and reveals nothing."""
+    from streamlab.course.self_checks import QUESTIONS
+
+    if name not in QUESTIONS:
+        raise KeyError(f"no Check yourself question {name!r} in streamlab/course/self_checks.py")
+    asked = QUESTIONS[name]
+    letters = LETTERS[:len(asked.options)]
+    shown = self_order(asked.question, len(asked.options))
+    options = [asked.options[i] for i in shown]
+    key = letters[shown.index(letters.index(asked.key))]
+    lines = [f"Check yourself: {asked.question}"] + [f"  {letter}) {text}" for letter, text in zip(letters, options)]
     if judging() or os.environ.get("STREAMLAB_GRADING"):  # a graded run: no one clicks
         print("\n".join(lines))
         return
@@ -246,19 +248,28 @@ def self_check(question: str, options: list[str], key: str, why: str) -> None:
     except ImportError:
         print("\n".join(lines))
         return
-    from html import escape
 
     feedback = W.HTML()
-    buttons = [W.Button(description=f"{letter}) {text}", layout=W.Layout(width="auto", max_width="100%"))
-               for letter, text in zip(letters, options)]
+    buttons = [W.Button(description=f"{letter}) {text.replace('`', '')}", tooltip=text,
+                        layout=W.Layout(width="auto", max_width="100%")) for letter, text in zip(letters, options)]
 
     def answer(letter: str):
         def clicked(_button):
             right = letter == key
-            feedback.value = (f"<b>{PASS if right else FAIL} {'Right' if right else f'Not {letter}: the answer is {key}'}"
-                              f".</b> {escape(why)}")
+            for each, button in zip(letters, buttons):
+                button.button_style = "success" if each == key else "danger" if each == letter else ""
+            verdict = "Right" if right else f"Not {letter}: the answer is {key}"
+            feedback.value = f"<b>{PASS if right else FAIL} {verdict}.</b> {as_html(asked.why)}"
         return clicked
 
     for letter, button in zip(letters, buttons):
         button.on_click(answer(letter))
-    display(W.VBox([W.HTML(f"<b>Check yourself.</b> {escape(question)}"), *buttons, feedback]))
+    display(W.VBox([W.HTML(f"<b>Check yourself.</b> {as_html(asked.question)}"), *buttons, feedback]))
+
+
+def as_html(text: str) -> str:
+    """A question's or an explanation's text as HTML: escaped, its `code` spans as <code>."""
+    import re
+    from html import escape
+
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))

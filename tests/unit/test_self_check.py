@@ -1,14 +1,19 @@
-"""The ungraded Check yourself questions (streamlab.course.quiz.self_check): a click answers at once with the
-explanation, its options in the learner's own order; under the grader nothing is revealed."""
+"""The ungraded Check yourself questions (streamlab.course.quiz.self_check, their texts in
+streamlab.course.self_checks): a click answers at once with the explanation, the options in the learner's own order;
+under the grader nothing is revealed; a notebook's cell names its question and holds no key; the site shows the
+question with the answer folded."""
 from __future__ import annotations
 
+import nbformat
 import pytest
 
+from grader.course import SOURCE, assignments
+from grader.site import self_check_html, self_checks_of
 from streamlab.course import quiz
+from streamlab.course.self_checks import QUESTIONS
 from streamlab.course.variants import ASSIGNMENT_ENV, SEED_ENV
 
-OPTIONS = ["the consumer group", "the checkpoint", "the broker's log", "nowhere"]
-QUESTION = "Where does Spark keep a query's offsets?"
+NAME = "02-1"  # a JSON start that names one of two partitions: Spark refuses it
 
 
 def _box(monkeypatch, seed: int):
@@ -17,29 +22,38 @@ def _box(monkeypatch, seed: int):
     monkeypatch.delenv("STREAMLAB_GRADING", raising=False)
     monkeypatch.setenv(ASSIGNMENT_ENV, "02-offset-tracking")
     monkeypatch.setenv(SEED_ENV, str(seed))
-    quiz.self_check(QUESTION, OPTIONS, "b", "offsets/N and commits/N in the checkpoint")
+    quiz.self_check(NAME)
     (box,) = shown
-    return box.children[1:-1], box.children[-1]
+    return box.children[0], box.children[1:-1], box.children[-1]
 
 
-def test_a_click_answers_at_once_with_why(monkeypatch):
-    buttons, feedback = _box(monkeypatch, 1)
-    right = next(b for b in buttons if b.description.endswith("the checkpoint"))
+def _right(buttons):
+    asked = QUESTIONS[NAME]
+    text = asked.options["abcd".index(asked.key)].replace("`", "")
+    return next(b for b in buttons if b.description[3:] == text)
+
+
+def test_a_click_answers_at_once_with_why_and_marks_the_buttons(monkeypatch):
+    question, buttons, feedback = _box(monkeypatch, 1)
+    assert "<code>orders</code>" in question.value and "`" not in question.value  # code spans, not backticks
+    right = _right(buttons)
     wrong = next(b for b in buttons if b is not right)
     wrong.click()
-    letter = right.description[0]
-    assert f"Not {wrong.description[0]}: the answer is {letter}" in feedback.value and "checkpoint" in feedback.value
+    assert f"Not {wrong.description[0]}: the answer is {right.description[0]}" in feedback.value
+    assert "TopicPartitions" in feedback.value
+    assert (wrong.button_style, right.button_style) == ("danger", "success")
     right.click()
-    assert feedback.value.startswith("<b>✓ Right")
+    assert feedback.value.startswith("<b>✓ Right") and wrong.button_style == ""
 
 
 def test_each_learner_sees_her_own_order_and_the_right_option_wins_in_each(monkeypatch):
-    """The letter written in the cell is not the one to click: across seeds the checkpoint sits under every letter."""
+    """The letter written in the course is not the one to click: across seeds the right option sits under every
+    letter, and wins under each."""
     letters = set()
     for seed in range(12):
-        buttons, feedback = _box(monkeypatch, seed)
-        assert sorted(b.description[3:] for b in buttons) == sorted(OPTIONS)
-        right = next(b for b in buttons if b.description.endswith("the checkpoint"))
+        _, buttons, feedback = _box(monkeypatch, seed)
+        assert sorted(b.description[3:] for b in buttons) == sorted(o.replace("`", "") for o in QUESTIONS[NAME].options)
+        right = _right(buttons)
         right.click()
         assert feedback.value.startswith("<b>✓ Right"), (seed, feedback.value)
         letters.add(right.description[0])
@@ -48,31 +62,32 @@ def test_each_learner_sees_her_own_order_and_the_right_option_wins_in_each(monke
 
 def test_under_the_grader_it_only_prints_the_question(monkeypatch, capsys):
     monkeypatch.setenv("STREAMLAB_GRADING", "1")
-    quiz.self_check("Q?", ["x", "y", "z"], "c", "because")
+    quiz.self_check(NAME)
     out = capsys.readouterr().out
-    assert "Check yourself: Q?" in out and ") z" in out and "because" not in out
+    assert out.startswith("Check yourself: A new query") and "a) " in out and "TopicPartitions" not in out
 
 
-def test_a_key_that_is_no_option_is_refused():
-    with pytest.raises(ValueError, match="key 'e' is not one of a, b, c"):
-        quiz.self_check("Q?", ["x", "y", "z"], "e", "why")
+def test_a_question_the_course_does_not_have_is_named():
+    with pytest.raises(KeyError, match="no Check yourself question '99-1' in streamlab/course/self_checks.py"):
+        quiz.self_check("99-1")
 
 
-def test_every_check_yourself_cell_folds_its_code_and_reads_on_the_site():
-    """In the notebook the cell's code (its key) is folded away; the site shows its question, the answer folded."""
-    import nbformat
-
-    from grader.course import SOURCE, assignments
-    from grader.site import self_check_html
-
-    seen = 0
+def test_every_question_is_asked_once_by_a_short_cell_that_holds_no_key_and_reads_on_the_site():
+    """Each question of self_checks.py is asked by exactly one notebook cell, which names it and shows no option,
+    key or explanation; its key is one of its options; the site shows it with the answer after the options."""
+    asked = []
     for aid in assignments(SOURCE):
         for cell in nbformat.read(SOURCE / aid / f"{aid}.ipynb", as_version=4).cells:
-            if cell.cell_type != "code" or "quiz.self_check(" not in cell.source:
+            names = self_checks_of(cell.source) if cell.cell_type == "code" else []
+            if not names:
                 continue
-            seen += 1
-            assert cell.metadata.get("jupyter", {}).get("source_hidden"), f"{aid} {cell.get('id')}: code not folded"
-            page = self_check_html(cell.source)
-            assert page and page.count("<li>") >= 3 and "<details><summary>Answer</summary>" in page, (aid, page)
-            assert page.index("<details>") > page.index("</ol>"), "the answer shows before the options"
-    assert seen >= 20, seen
+            asked += names
+            assert all(name.startswith(aid[:2] + "-") for name in names), (aid, names)
+            assert len(cell.source.splitlines()) == 1 + len(names), f"{aid} {cell.get('id')}: {cell.source}"
+            assert not cell.metadata.get("jupyter", {}).get("source_hidden"), f"{aid}: a folded cell is skipped"
+    assert sorted(asked) == sorted(QUESTIONS), set(asked) ^ set(QUESTIONS)
+    for name, question in QUESTIONS.items():
+        assert question.key in "abcde"[:len(question.options)] and len(question.options) >= 3, name
+        page = self_check_html(name)
+        assert page.count("<li>") == len(question.options) and "<details><summary>Answer</summary>" in page, page
+        assert page.index("<details>") > page.index("</ul>"), "the answer shows before the options"
