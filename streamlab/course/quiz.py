@@ -15,7 +15,8 @@ Check my work) writes it and grades in its rounds; her notebook's cells read it,
 question moved on since its cells ran. A cohort's grading uses round 0, which is what a hub's learners see (their
 copy has no hidden tests, so no explanation moved a round).
 
-And `self_check`: the ungraded "Check yourself" questions after a section, which answer at once with their
+And `self_check`: the ungraded "Check yourself" questions after a section (their texts and keys in
+streamlab/course/self_checks.py, their options in each learner's order too), which answer at once with their
 explanation while the idea is fresh (the graded quiz stays for Check my work)."""
 from __future__ import annotations
 
