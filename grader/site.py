@@ -115,9 +115,11 @@ def self_check_html(name: str) -> str:
     asked = QUESTIONS[name]
     items = "".join(f"<li>{letter}) {as_html(option)}</li>" for letter, option in zip(LETTERS, asked.options))
     right = asked.options[LETTERS.index(asked.key)]
-    return (f'<div class="self-check"><p><b>Check yourself.</b> {as_html(asked.question)}</p>'
-            f'<ul style="list-style: none; padding-left: 1em">{items}</ul><details><summary>Answer</summary>'
-            f"<p><b>{asked.key}) {as_html(right)}.</b> {as_html(asked.why)}</p></details></div>")
+    return (f'<div class="self-check" style="margin: 1em 0 1.5em 0"><p><b>Check yourself.</b> '
+            f'{as_html(asked.question)}</p><ul style="list-style: none; padding-left: 1em">{items}</ul>'
+            f"<details><summary>Answer</summary><p><b>{asked.key}) {as_html(right)}.</b> {as_html(asked.why)}</p>"
+            "<p><small>(In the notebook each learner sees these options in an order of her own.)</small></p>"
+            "</details></div>")
 
 
 def _static(nb) -> None:

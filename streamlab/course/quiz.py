@@ -251,7 +251,7 @@ def self_check(name: str) -> None:
         return
 
     feedback = W.HTML()
-    buttons = [W.Button(description=f"{letter}) {text.replace('`', '')}", tooltip=text,
+    buttons = [W.Button(description=f"{letter}) {text.replace('`', '')}", tooltip=text.replace("`", ""),
                         layout=W.Layout(width="auto", max_width="100%")) for letter, text in zip(letters, options)]
 
     def answer(letter: str):
@@ -259,18 +259,25 @@ def self_check(name: str) -> None:
             right = letter == key
             for each, button in zip(letters, buttons):
                 button.button_style = "success" if each == key else "danger" if each == letter else ""
-            verdict = "Right" if right else f"Not {letter}: the answer is {key}"
-            feedback.value = f"<b>{PASS if right else FAIL} {verdict}.</b> {as_html(asked.why)}"
+            # the right option's text too: a learner who cannot tell the buttons' red from green still finds it
+            verdict = "Right" if right else f"Not {letter}: the answer is {key}) {as_html(options[letters.index(key)])}"
+            feedback.value = f"{TEXT}<b>{PASS if right else FAIL} {verdict}.</b> {as_html(asked.why)}</div>"
         return clicked
 
     for letter, button in zip(letters, buttons):
         button.on_click(answer(letter))
-    display(W.VBox([W.HTML(f"<b>Check yourself.</b> {as_html(asked.question)}"), *buttons, feedback]))
+    question = W.HTML(f"{TEXT}<b>Check yourself.</b> {as_html(asked.question)}</div>")
+    display(W.VBox([question, *buttons, feedback], layout=W.Layout(margin="12px 0 4px 0")))
+
+
+# A widget's HTML is laid out as one line of a control (tall line height, no code style): as the notebook's prose.
+TEXT = '<div style="line-height: 1.5; margin: 2px 0">'
+CODE = '<code style="background: var(--jp-layout-color2, #eee); padding: 0 3px; border-radius: 2px">'
 
 
 def as_html(text: str) -> str:
-    """A question's or an explanation's text as HTML: escaped, its `code` spans as <code>."""
+    """A question's or an explanation's text as HTML: escaped, its `code` spans as code, shaded as in the prose."""
     import re
     from html import escape
 
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", escape(text))
+    return re.sub(r"`([^`]+)`", lambda m: f"{CODE}{m.group(1)}</code>", escape(text))

@@ -35,15 +35,16 @@ def _right(buttons):
 
 def test_a_click_answers_at_once_with_why_and_marks_the_buttons(monkeypatch):
     question, buttons, feedback = _box(monkeypatch, 1)
-    assert "<code>orders</code>" in question.value and "`" not in question.value  # code spans, not backticks
+    assert ">orders</code>" in question.value and "`" not in question.value  # code spans, not backticks
     right = _right(buttons)
     wrong = next(b for b in buttons if b is not right)
     wrong.click()
-    assert f"Not {wrong.description[0]}: the answer is {right.description[0]}" in feedback.value
+    # her letters, and the right option's own text (for a learner who cannot tell the buttons' colours apart)
+    assert f"Not {wrong.description[0]}: the answer is {right.description}" in feedback.value
     assert "TopicPartitions" in feedback.value
     assert (wrong.button_style, right.button_style) == ("danger", "success")
     right.click()
-    assert feedback.value.startswith("<b>✓ Right") and wrong.button_style == ""
+    assert "<b>✓ Right.</b>" in feedback.value and wrong.button_style == ""
 
 
 def test_each_learner_sees_her_own_order_and_the_right_option_wins_in_each(monkeypatch):
@@ -55,7 +56,7 @@ def test_each_learner_sees_her_own_order_and_the_right_option_wins_in_each(monke
         assert sorted(b.description[3:] for b in buttons) == sorted(o.replace("`", "") for o in QUESTIONS[NAME].options)
         right = _right(buttons)
         right.click()
-        assert feedback.value.startswith("<b>✓ Right"), (seed, feedback.value)
+        assert "<b>✓ Right.</b>" in feedback.value, (seed, feedback.value)
         letters.add(right.description[0])
     assert letters == {"a", "b", "c", "d"}, letters
 
