@@ -142,12 +142,21 @@ class Run:
     audits: dict[str, list] = field(default_factory=dict)  # grader/audit.py: {grade id: [[cheat, points], ...]}
 
 
+LABEL_CHARS = 48  # of a cell's telling line in a progress line ("running cell 12 (`demo = …`) for 40 s")
+SETUP_LINE = ("import ", "from ", "needs_setup(", "#")  # the same in many cells: they tell nothing of this one
+
+
 def _cell_label(cell, index: int) -> str:
+    """A cell as the progress lines name it: its grade id, else its number and its first line that tells it apart
+    (not an import, a comment or the re-entry check), cut at a word with an ellipsis."""
     gid = grade_id(cell)
     if gid:
         return f"cell {gid}"
-    first = next((ln.strip() for ln in cell.source.splitlines() if ln.strip()), "")
-    return f"cell {index + 1} (`{first[:40]}`)" if first else f"cell {index + 1}"
+    lines = [ln.strip() for ln in cell.source.splitlines() if ln.strip()]
+    first = next((ln for ln in lines if not ln.startswith(SETUP_LINE)), lines[0] if lines else "")
+    if len(first) > LABEL_CHARS:
+        first = first[:LABEL_CHARS - 1].rsplit(" ", 1)[0].rstrip(" ,(") + "…"
+    return f"cell {index + 1} (`{first}`)" if first else f"cell {index + 1}"
 
 
 def judge_spark():

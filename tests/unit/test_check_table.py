@@ -1,4 +1,5 @@
-"""The table `grader check` and Check my work print: its columns stay aligned where a notebook's output is narrow."""
+"""What `grader check` and Check my work print: the table, whose columns stay aligned where a notebook's output is narrow,
+and the progress lines, which name the running cell so that it can be found."""
 from __future__ import annotations
 
 from grader.grading import TABLE_WIDTH, Exercise, Result, table
@@ -32,3 +33,16 @@ def test_locked_cells_follow_nbgrader_s_rule():
                  {"nbgrader": {"solution": True, "locked": True}}):
         cell = nbformat.v4.new_code_cell("x", metadata=meta)
         assert is_locked(cell) == nbgrader_says(cell), meta
+
+
+def test_a_progress_line_names_a_cell_by_the_line_that_tells_it_apart():
+    """Not the import or the re-entry check many cells open with, and cut at a word with an ellipsis."""
+    from nbformat.v4 import new_code_cell
+
+    from grader.runner import _cell_label
+
+    demo = new_code_cell("from streamlab.lab.reentry import needs_setup  # extra code\nneeds_setup(\"spark\")\n"
+                         "demo = failover.FailoverDemo(spark, bootstrap, seconds=45, script=[(10, 'executor')])")
+    assert _cell_label(demo, 11) == "cell 12 (`demo = failover.FailoverDemo(spark, bootstrap…`)"
+    assert _cell_label(new_code_cell("import time"), 2) == "cell 3 (`import time`)"
+    assert _cell_label(new_code_cell(""), 0) == "cell 1"
