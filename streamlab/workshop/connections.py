@@ -36,6 +36,8 @@ def table(folder: Path) -> str:
 
 def rules(name: str, port: int, cap: int = LEARNER_CONNECTIONS) -> str:
     """The table, as an `nft -f` script that replaces any earlier one of the same name in one transaction."""
+    refuse = (f"ip daddr 127.0.0.1 tcp dport {port} ct state new meta skuid != 0 "
+              f"add @accounts {{ meta skuid ct count over {cap} }} reject with tcp reset")
     return f"""table inet {name}
 delete table inet {name}
 table inet {name} {{
@@ -46,7 +48,7 @@ table inet {name} {{
   }}
   chain output {{
     type filter hook output priority filter; policy accept;
-    ip daddr 127.0.0.1 tcp dport {port} ct state new meta skuid != 0 add @accounts {{ meta skuid ct count over {cap} }} reject with tcp reset
+    {refuse}
   }}
 }}
 """

@@ -1,5 +1,5 @@
-"""What `grader check` and Check my work print: the table, whose columns stay aligned where a notebook's output is narrow,
-and the progress lines, which name the running cell so that it can be found."""
+"""What `grader check` and Check my work print: the table, whose columns stay aligned where a notebook's output is
+narrow, and the progress lines, which name the running cell so that it can be found."""
 from __future__ import annotations
 
 from grader.grading import TABLE_WIDTH, Exercise, Result, table
