@@ -272,12 +272,15 @@ def self_check(name: str) -> None:
 
 # A widget's HTML is laid out as one line of a control (tall line height, no code style): as the notebook's prose.
 TEXT = '<div style="line-height: 1.5; margin: 2px 0">'
-CODE = '<code style="background: var(--jp-layout-color2, #eee); padding: 0 3px; border-radius: 2px">'
+# A code span looks like the prose's, but is no <code> element: in a widget, <code> is a live demo's readout (the
+# browser tests find a demo's numbers by it, and a question above the demo was taken for its readout).
+CODE = ('<span class="course-code" style="font-family: var(--jp-code-font-family, monospace); '
+        'background: var(--jp-layout-color2, #eee); padding: 0 3px; border-radius: 2px">')
 
 
 def as_html(text: str) -> str:
-    """A question's or an explanation's text as HTML: escaped, its `code` spans as code, shaded as in the prose."""
+    """A question's or an explanation's text as HTML: escaped, its `code` spans shaded in a code font."""
     import re
     from html import escape
 
-    return re.sub(r"`([^`]+)`", lambda m: f"{CODE}{m.group(1)}</code>", escape(text))
+    return re.sub(r"`([^`]+)`", lambda m: f"{CODE}{m.group(1)}</span>", escape(text))

@@ -35,7 +35,9 @@ def _right(buttons):
 
 def test_a_click_answers_at_once_with_why_and_marks_the_buttons(monkeypatch):
     question, buttons, feedback = _box(monkeypatch, 1)
-    assert ">orders</code>" in question.value and "`" not in question.value  # code spans, not backticks
+    # code spans, not backticks, and no <code>: in a widget that is a live demo's readout, which the browser tests read
+    assert 'class="course-code"' in question.value and ">orders</span>" in question.value, question.value
+    assert "`" not in question.value and "<code" not in question.value + feedback.value
     right = _right(buttons)
     wrong = next(b for b in buttons if b is not right)
     wrong.click()
