@@ -236,12 +236,10 @@ def notebook_questions(aid: str, nb) -> list[Asked]:
 
 def self_check_questions(aid: str, nb) -> list[Asked]:
     """The ungraded Check yourself questions a notebook asks (streamlab.course.self_checks), in its order."""
-    from streamlab.course.self_checks import QUESTIONS
-
-    from .site import self_checks_of
+    from streamlab.course.self_checks import QUESTIONS, asked_in
 
     return [Asked(f"{aid} {name}", dict(zip("abcde", QUESTIONS[name].options)), QUESTIONS[name].key)
-            for cell in nb.cells if cell.cell_type == "code" for name in self_checks_of(cell.source)]
+            for cell in nb.cells if cell.cell_type == "code" for name in asked_in(cell.source)]
 
 
 def pool_questions() -> list[Asked]:

@@ -96,16 +96,6 @@ def _relinked(html: str) -> str:
     return _HREF.sub(swap, html)
 
 
-def self_checks_of(source: str) -> list[str]:
-    """The Check yourself questions a cell asks (`quiz.self_check("02-1")`), in order."""
-    import ast
-
-    if "self_check(" not in source:
-        return []
-    return [ast.literal_eval(node.args[0]) for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("self_check") and node.args]
-
-
 def self_check_html(name: str) -> str:
     """A Check yourself question as a page shows it without a kernel: the question, its options lettered as the
     course writes them, and the answer (its letter and text) with why, folded under them."""
@@ -126,11 +116,13 @@ def _static(nb) -> None:
     """Leave out what needs a kernel or a script: widget views and state, JavaScript, a widget's bare repr; and the
     code of a cell whose source the notebook hides, where a run printed what it shows (a quiz's options). A Check
     yourself cell shows its question, with the answer folded (`self_check_html`), instead of its buttons."""
+    from streamlab.course import self_checks
+
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
-        asked = self_checks_of(cell.source)
+        asked = self_checks.asked_in(cell.source)
         if asked:
             cell.metadata.setdefault("transient", {})["remove_source"] = True
             cell.outputs = [{"output_type": "display_data", "metadata": {},

@@ -217,12 +217,10 @@ def reveal(answer, correct, explanation: str, name: str = "answer", choices: str
     report(name, right, f"{verdict}. Why: {explanation}" if answered else f"{verdict} (not answered yet)")
 
 
-def self_order(question: str, count: int) -> list[int]:
-    """The learner's order of a Check yourself question's options, drawn from her variant seed and named by the
-    question's text: position i shows the option written i-th at order[i]."""
-    import hashlib
-
-    return order("self-" + hashlib.sha256(question.encode()).hexdigest()[:12], count)
+def self_order(name: str, count: int) -> list[int]:
+    """The learner's order of the Check yourself question `name`'s options, drawn from her variant seed: position i
+    shows the option written i-th at order[i]."""
+    return order(f"self-{name}", count)
 
 
 def self_check(name: str) -> None:
@@ -236,7 +234,7 @@ def self_check(name: str) -> None:
         raise KeyError(f"no Check yourself question {name!r} in streamlab/course/self_checks.py")
     asked = QUESTIONS[name]
     letters = LETTERS[:len(asked.options)]
-    shown = self_order(asked.question, len(asked.options))
+    shown = self_order(name, len(asked.options))
     options = [asked.options[i] for i in shown]
     key = letters[shown.index(letters.index(asked.key))]
     lines = [f"Check yourself: {asked.question}"] + [f"  {letter}) {text}" for letter, text in zip(letters, options)]

@@ -4,11 +4,12 @@ A notebook's cell names its question (`quiz.self_check("02-1")`) and holds neith
 cell stays short, visible and reachable like any other (a folded cell holding the key was skipped by JupyterLab's
 arrow keys and unfolded by a click), and the answer is not in view above the buttons. Each question is keyed
 `<module>-<n>`, n counting its module's questions in order. Options are written here in one order, the key in
-that order's letter; each learner sees them in her own order (quiz.self_order). The site shows the question with
+that order's letter; each learner sees them in her own order (quiz.self_order, by the question's key). The site shows the question with
 its answer folded (grader/site.py), and the course lint scores the blind strategies on them (grader/lint.py).
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 
@@ -20,6 +21,14 @@ class SelfCheck:
     options: list[str]
     key: str
     why: str
+
+
+def asked_in(source: str) -> list[str]:
+    """The keys of the questions a notebook cell asks (`quiz.self_check("02-1")`), in order."""
+    if "self_check(" not in source:
+        return []
+    return [ast.literal_eval(node.args[0]) for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("self_check") and node.args]
 
 
 QUESTIONS: dict[str, SelfCheck] = {
