@@ -582,7 +582,7 @@ def test_a_walled_server_has_bounded_tasks_cpu_files_private_var_tmp_and_a_reapi
     server started as the hub starts it (its cgroups, its pre-exec step, its walls) as an unprivileged account."""
     _walls_or_skip()
     from streamlab.workshop import walls
-    from streamlab.workshop.hub import WorkshopSpawner
+    from streamlab.workshop.hub import FILES, TASKS, WorkshopSpawner
 
     root = Path(tempfile.mkdtemp(prefix="streamlab-limits-"))
     token = f"streamlab-limits-{os.getpid()}-{time.monotonic_ns()}"
@@ -613,7 +613,7 @@ def test_a_walled_server_has_bounded_tasks_cpu_files_private_var_tmp_and_a_reapi
         assert seen["wrote"]["/var/tmp"], "the server cannot write its own /var/tmp"
         assert "pids" in cgroups or "unified" in cgroups, f"the server is in no pids cgroup: {seen['cgroup']}"
         pids = cgroups.get("pids") or cgroups["unified"]
-        assert int((pids / "pids.max").read_text()) <= 4096, "no bound on the server's tasks"
+        assert int((pids / "pids.max").read_text()) == TASKS, "no bound on the server's tasks"
         if "cpu" in cgroups:
             cpu = cgroups["cpu"]
             assert (int((cpu / "cpu.cfs_quota_us").read_text())
@@ -624,7 +624,7 @@ def test_a_walled_server_has_bounded_tasks_cpu_files_private_var_tmp_and_a_reapi
             assert int(quota) == int(period) // 2, "cpu_limit 0.5 is not enforced"
         files_soft, files_hard = seen["files"]
         tasks_soft, tasks_hard = seen["tasks"]
-        assert files_hard <= 65536 and tasks_hard <= 4096, f"files {seen['files']}, tasks {seen['tasks']}"
+        assert files_hard <= FILES and tasks_hard <= TASKS, f"files {seen['files']}, tasks {seen['tasks']}"
     finally:
         machine_file.unlink(missing_ok=True)
         for folder in ("/var/tmp", "/run/lock"):
