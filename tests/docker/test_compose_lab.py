@@ -228,15 +228,24 @@ def _score(output: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
+FIXTURE = "tests/fixtures/solutions"  # the grader's small assignment (fx-basics: 6 points, one read of the broker)
+
+
 def test_grader_check_in_the_container(stack):
-    """A solution earns full marks and the untouched student version 0, sandboxed when the container allows it."""
+    """A solution earns full marks and the untouched student version 0, sandboxed when the container allows it,
+    two learners checking at once. The grader's small fixture assignment, which reads the container's Kafka: this
+    proves the check's plumbing in the container; every module's own checks are graded in
+    tests/notebooks/test_modules.py, and 00-setup runs for real here above and in the browser below."""
     why = stack.exec("lab", "python", "-c", "from grader import sandbox; print(sandbox.available())").stdout.strip()
     from concurrent.futures import ThreadPoolExecutor
 
+    released = stack.exec("lab", "python", "-m", "grader", "--source", FIXTURE, "release", "--out", "/tmp/fx-release",
+                          timeout=300)
+    assert released.returncode == 0, (released.stdout + released.stderr)[-3000:]
     with ThreadPoolExecutor(2) as both:  # two learners checking at once: each run its own kernel and results
         solution, student = both.map(lambda who: stack.exec(
-            "lab", "python", "-m", "grader", "check", f"{who[0]}/00-setup/00-setup.ipynb", "--results",
-            f"/tmp/grader-{who[1]}", timeout=900), [("solutions", "solution"), ("notebooks", "student")])
+            "lab", "python", "-m", "grader", "--source", FIXTURE, "check", f"{who[0]}/fx-basics/fx-basics.ipynb",
+            "--results", f"/tmp/grader-{who[1]}", timeout=900), [(FIXTURE, "solution"), ("/tmp/fx-release", "student")])
     assert solution.returncode == 0 and student.returncode == 0, (solution.stdout + solution.stderr)[-3000:] + (
         student.stdout + student.stderr)[-3000:]
     got, total = _score(solution.stdout)
