@@ -16,6 +16,7 @@ import uuid
 from datetime import datetime
 
 import pytest
+from support import wait_for
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark]
 
@@ -119,13 +120,6 @@ def offsets_line(checkpoint, batch_id: int) -> str:
 def message(error) -> str:
     """An error's text, without the query description Spark appends to a StreamingQueryException."""
     return str(error).split("=== Streaming Query ===")[0]
-
-
-def wait_for(condition, timeout=30.0, what="the query"):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not get there within {timeout:.0f} s"
-        time.sleep(0.2)
 
 
 def produce_transactions(bootstrap: str, topic: str) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from support import wait_for
 
 
 def test_an_uncapped_map_only_batch_does_not_hold_the_burst_a_collecting_one_does(spark, topic):
@@ -76,15 +77,6 @@ def test_the_dstreams_proof_puts_its_settings_on_the_spark_conf_and_restores_it(
     assert spark.sparkContext.getConf().get(key) is None and spark.conf.get(key, None) is None
 
 
-def _wait_for(condition, what: str, timeout: float = 90.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} did not happen within {timeout:.0f} s"
-        time.sleep(0.2)
-
-
 def test_stop_cancels_a_running_batch_and_the_restart_writes_its_records_again(spark, topic, bootstrap, tmp_path):
     # 05's cap-change restart. MicroBatchExecution.scala:446-459: stop() sets TERMINATED, cancels the query's job
     # group and interrupts its thread; offsets/N is written before the batch runs (offsetLog.add, 1279/1449),
@@ -109,7 +101,7 @@ def test_stop_cancels_a_running_batch_and_the_restart_writes_its_records_again(s
                 .writeStream.foreachBatch(sink).option("checkpointLocation", str(checkpoint)).start())
 
     query = start()
-    _wait_for(lambda: len(written) == 10, "batch 0's append")
+    wait_for(lambda: len(written) == 10, 90, "batch 0's append")
     began = time.monotonic()
     query.stop()
     assert time.monotonic() - began < 30, "stop() waited for the batch instead of cancelling it"
@@ -117,7 +109,7 @@ def test_stop_cancels_a_running_batch_and_the_restart_writes_its_records_again(s
     slow[0] = False
     query = start()
     try:
-        _wait_for(lambda: (checkpoint / "commits" / "0").exists(), "the restart's commit of batch 0")
+        wait_for(lambda: (checkpoint / "commits" / "0").exists(), 90, "the restart's commit of batch 0")
     finally:
         query.stop()
     assert [w for w in written if w[0] == 0] == [(0, offset) for offset in range(10)] * 2, written
@@ -233,7 +225,7 @@ def test_rates_are_reported_and_never_fed_back_into_what_a_batch_reads(spark, to
              .option("subscribe", source).option("startingOffsets", "earliest").load()
              .writeStream.foreachBatch(sink).start())
     try:
-        _wait_for(lambda: sum(p["numInputRows"] for p in query.recentProgress) >= 500, "reading all 500 records")
+        wait_for(lambda: sum(p["numInputRows"] for p in query.recentProgress) >= 500, 90, "reading all 500 records")
     finally:
         query.stop()
     read = [p for p in query.recentProgress if p["numInputRows"]]

@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from streamlab.lab.broker import free_port  # noqa: F401  (one free_port for the lab and the tests)
+from streamlab.lab.wait import wait_until  # noqa: F401  (one loop for the lab and the tests)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,14 +26,9 @@ def show(pytestconfig, lines: list[str]) -> None:
         print("\n" + "\n".join(lines))
 
 
-def wait_until(condition, timeout: float, every: float = 0.2) -> bool:
-    """Whether `condition()` came true within `timeout` s (looked at every `every` s)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(every)
-    return True
+def wait_for(condition, timeout: float = 30.0, what: str = "the query") -> None:
+    """Wait until `condition()` is true; fail the test, naming `what`, when it is not within `timeout` s."""
+    assert wait_until(condition, timeout), f"{what} did not get there within {timeout:.0f} s"
 
 
 # The guardian's first half: wait until the test process is gone (a SIGKILL or a CI time-out runs no teardown).
