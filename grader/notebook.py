@@ -167,20 +167,22 @@ def timing(notebook: str | os.PathLike, timeout: int | None = None,
                        extra_arguments=["--IPKernelApp.log_level=ERROR"],
                        resources={"metadata": {"path": tmp}}).execute()
         plain = time.monotonic() - started
-    started = time.monotonic()
-    cmd = [sys.executable, "-m", "grader"] + (["--source", str(source)] if source else []) + ["check", str(path)]
-    cmd += ["--timeout", str(timeout)] if timeout else []
-    check = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        check.wait()
-    except BaseException:  # interrupted: the check stops its sandboxed kernel on SIGTERM, not when it is killed
-        check.terminate()
+    # the check's feedback goes to a folder of its own, not to feedback/ beside the notebook (notebooks/, in make bench)
+    with tempfile.TemporaryDirectory(prefix="grader-timing-results-") as results:
+        started = time.monotonic()
+        cmd = [sys.executable, "-m", "grader"] + (["--source", str(source)] if source else []) + ["check", str(path)]
+        cmd += (["--timeout", str(timeout)] if timeout else []) + ["--results", results]
+        check = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            check.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            check.kill()
-        raise
-    return plain, time.monotonic() - started
+            check.wait()
+        except BaseException:  # interrupted: the check stops its sandboxed kernel on SIGTERM, not when it is killed
+            check.terminate()
+            try:
+                check.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                check.kill()
+            raise
+        return plain, time.monotonic() - started
 
 
 def unsaved_warning(path: Path) -> str | None:

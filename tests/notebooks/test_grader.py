@@ -385,6 +385,8 @@ def test_timing_reports_both_durations(released, bootstrap):
     plain, graded = grader.timing(released, timeout=TIMEOUT * 3, source=FIXTURES)
     print(f"fixture notebook: plain run {plain:.1f} s, grader check {graded:.1f} s")
     assert 0 < plain < graded, (plain, graded)
+    # make bench times every module in notebooks/: a feedback/ folder left there made notebooks/ stale to the tests
+    assert sorted(p.name for p in released.parent.iterdir()) == [released.name], list(released.parent.iterdir())
 
 
 def test_check_here_finds_the_running_notebook(tmp_path, monkeypatch, released):
