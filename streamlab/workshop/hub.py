@@ -446,7 +446,8 @@ class WorkshopSpawner(LocalProcessSpawner):
         if self._walled:
             uid, gid = self._ids()
             self.cmd = walls.wrap(self._plain_cmd, home=Path(self._extra["HOME"]), workshop=Path(settings.root),
-                                  config=server_config(settings), uid=uid, gid=gid)
+                                  config=server_config(settings), uid=uid, gid=gid, port=self.port,
+                                  reaches=self._reaches(settings))
         elif os.geteuid() == 0:
             self.log.warning("%s's server runs without walls (%s): it can read the hidden tests and the room's "
                              "Kafka data", self.user.name, walls.available())
@@ -456,16 +457,24 @@ class WorkshopSpawner(LocalProcessSpawner):
 
     _walled = False
 
+    def _reaches(self, settings: Settings) -> list[int]:
+        """The machine's ports a walled server reaches (network.py): the room's Kafka, the hub's API and the
+        partitions service."""
+        from streamlab.workshop import network
+
+        return network.ports(settings.room().bootstrap, self.hub.api_url,
+                             self.environment.get("STREAMLAB_PARTITIONS_URL", ""))
+
     async def _signal(self, sig):
         """Behind walls, SIGINT and SIGTERM go to the namespace's pid 1, the reaper (walls.py), which passes them
-        to the server, which shuts its kernels down (unshare, the process the hub started, ignores them); SIGKILL
-        goes to unshare, whose end ends everything inside."""
+        to the server, which shuts its kernels down (the relay the hub started and its child unshare leave them
+        alone); SIGKILL goes to the relay, whose end ends unshare, whose end ends everything inside."""
         if not self._walled or sig in (0, signal.SIGKILL):
             return await super()._signal(sig)
         import psutil
 
         try:
-            inside = psutil.Process(self.pid).children()
+            inside = [pid1 for unshare in psutil.Process(self.pid).children() for pid1 in unshare.children()]
         except psutil.Error:
             return False
         for process in inside:

@@ -4,7 +4,7 @@ Why: on a hub, learners must not read each other's work or credentials, the hidd
 files. Linux accounts of their own keep homes apart, but only if every account can run the course's Python; where
 it lives under a folder others cannot enter (pyenv under /root, as on the machines this course is built on) every
 server ran as root and could read everything. So the hub (root) starts each server through `unshare`, in a new
-mount and pid namespace of its own, where:
+mount, pid and network namespace of its own, where:
 - each folder that keeps other accounts away from the Python, the course or Java (e.g. /root) is replaced by an empty
   one holding only those, so the learner's account can run them and sees nothing else there;
 - the workshop's folder holds only the learner's home and the servers' configuration (read-only): no other home,
@@ -16,12 +16,15 @@ then the server runs as the learner's account (setpriv) under a small reaper of 
 server, as pid 1, never waits for the orphans it inherits: each stayed a zombie holding a pid until the server
 stopped), and every process it starts ends with it (the pid namespace). Nothing of this touches the machine outside
 the namespace. The learner's home is a file system of its own, bounded by the hub (disks.py), and shown here as it
-is mounted; her Kafka topics are bounded by the room broker's caps.
+is mounted; her Kafka topics are bounded by the room broker's caps. Its network is its own too (network.py): it sees
+its own sockets only, is reached by the hub's proxy on its port, and reaches the room's Kafka and the hub's API and
+partitions service, nothing else of the machine.
 """
 from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -29,9 +32,11 @@ from pathlib import Path
 
 from grader.sandbox import PRIVATE_TMPFS, blocking, outermost, q
 from grader.sandbox import veil as _veil
+from streamlab.workshop import network
 
 REPO = Path(__file__).resolve().parents[2]
-UNSHARE = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--mount-proc"]
+UNSHARE = ["unshare", "--mount", "--propagation", "private", "--pid", "--net", "--fork", "--kill-child",
+           "--mount-proc"]
 # pid 1 of the namespace, as the learner: starts the server, passes it the hub's SIGINT/SIGTERM (hub._signal sends
 # them to unshare's child, this), waits for every child it inherits, and ends (ending the namespace) with the server.
 REAPER = r"""
@@ -86,8 +91,9 @@ def reached() -> list[Path]:
     return [p.resolve() for p in found if p.exists()]
 
 
-def script(*, home: Path, workshop: Path, config: Path, uid: int, gid: int) -> str:
-    """The shell commands run as root in the new namespace, ending in the server run as `uid`:`gid` ("$@")."""
+def script(*, home: Path, workshop: Path, config: Path, uid: int, gid: int, relays: str) -> str:
+    """The shell commands run as root in the new namespace, ending in the server run as `uid`:`gid` ("$@");
+    `relays` is network.config()'s, for the relays started before it."""
     home, workshop, config = home.resolve(), workshop.resolve(), config.resolve()
     jars, runs = (REPO / ".streamlab" / "jars").resolve(), reached()
     keep = [home, config, *runs, jars]
@@ -102,12 +108,17 @@ def script(*, home: Path, workshop: Path, config: Path, uid: int, gid: int) -> s
     lines += [f"if [ -d {where} ] && [ ! -L {where} ]; then mount -t tmpfs -o mode=1777,nosuid,nodev,size=512m "
               f"tmpfs {where}; fi" for where in PRIVATE_TMPFS]
     lines += [f"mount -o remount,bind,ro {q(config)}",
+              " ".join(map(shlex.quote, network.inside(relays))),  # returns once the relays listen
+              f"exec {network.IN_FD}<&- {network.CONTROL_FD}<&-",  # the relays' ends are not the server's
               f"cd {q(home)}",
               f"exec setpriv --reuid={uid} --regid={gid} --clear-groups -- {q(Path(sys.executable))} -I -S -c "
               f'{q(REAPER)} "$@"']
     return "\n".join(lines)
 
 
-def wrap(cmd: list[str], **where) -> list[str]:
-    """`cmd` (the server's command line) run behind the walls: see `script` for `where`."""
-    return [*UNSHARE, "--", "sh", "-c", script(**where), "walls", *cmd]
+def wrap(cmd: list[str], *, port: int, reaches: list[int], uid: int, gid: int, **where) -> list[str]:
+    """`cmd` (the server's command line, listening on 127.0.0.1:`port`) run behind the walls as `uid`:`gid`,
+    reaching the machine's 127.0.0.1 only at the ports `reaches`: see `script` for `where`."""
+    relays = network.config(uid=uid, gid=gid, inbound=port, outbound=reaches)
+    walled = [*UNSHARE, "--", "sh", "-c", script(uid=uid, gid=gid, relays=relays, **where), "walls", *cmd]
+    return network.outside(walled, relays)

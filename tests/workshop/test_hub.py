@@ -136,11 +136,19 @@ def test_each_learner_gets_the_student_notebooks_and_their_own_credentials(hub, 
 
 
 WALLS_PROBE = """
-import json, os
+import json, os, socket
 from pathlib import Path
 
 root, repo = Path({root!r}), Path({repo!r})
+
+
+def connect(port):
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()
+
+
 tries = {{
+    "bob's server": lambda: connect({bob_port}),
+    "the hub's proxy API": lambda: connect({proxy_api_port}),
     "bob's credentials": lambda: (root / "home" / "bob" / ".streamlab" / "kafka.properties").read_text(),
     "bob's home": lambda: os.listdir(root / "home" / "bob"),
     "the hidden tests": lambda: (repo / "solutions" / "00-setup" / "00-setup.ipynb").read_text(),
@@ -163,24 +171,59 @@ def attempt(run):
         return type(exc).__name__
 
 
-print(json.dumps({{"uid": os.getuid(), **{{what: attempt(run) for what, run in tries.items()}}}}))
+def sockets():
+    \"\"\"Every listening TCP socket in sight, as (port, whether a process in sight holds it).\"\"\"
+    held = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            held.update(os.readlink(f"/proc/{{pid}}/fd/{{fd}}") for fd in os.listdir(f"/proc/{{pid}}/fd"))
+        except OSError:
+            pass
+    return sorted({{(int(line.split()[1].rsplit(":", 1)[1], 16), f"socket:[{{line.split()[9]}}]" in held)
+                    for name in ("/proc/net/tcp", "/proc/net/tcp6")
+                    for line in open(name).read().splitlines()[1:] if line.split()[3] == "0A"}})
+
+
+given = [os.environ[name] for name in ("KAFKA_BOOTSTRAP", "JUPYTERHUB_API_URL", "STREAMLAB_PARTITIONS_URL")]
+print(json.dumps({{"uid": os.getuid(), "sockets": sockets(), "given": given,
+                  **{{what: attempt(run) for what, run in tries.items()}}}}))
 """
+
+
+def _server_port(hub, name: str) -> int:
+    """The machine's port of `name`'s server, as the hub's database keeps it."""
+    import sqlite3
+
+    with sqlite3.connect(Path(hub.root) / "hub" / "jupyterhub.sqlite") as db:
+        (port,), = db.execute("SELECT servers.port FROM servers JOIN spawners ON spawners.server_id = servers.id "
+                              "JOIN users ON spawners.user_id = users.id WHERE users.name = ?", (name,))
+    return port
 
 
 def test_a_learners_server_sees_its_own_home_and_nothing_of_anyone_else(hub, room):
     """Behind its walls (streamlab/workshop/walls.py), ada's kernel runs as her own account: it reads and writes her
     home and credentials, and cannot read bob's home or credentials, the hidden tests, the hub's secrets or the
-    room's Kafka data, nor change the course's code, whatever folder the course's Python lives in."""
+    room's Kafka data, nor change the course's code, whatever folder the course's Python lives in. On a network of
+    its own (network.py: the red team's P15), it sees no socket but her server's own, and cannot reach bob's server
+    or the hub's proxy API (her Kafka, the hub's API and the partitions service are tried by the next test)."""
+    from streamlab.workshop import network
     from streamlab.workshop.hub import REPO
 
     if os.geteuid() != 0:
         pytest.skip("learners get accounts and walls of their own only on a hub run as root (CI runs it as root)")
     kernel = room["ada"].kernel()
     try:
-        seen = json.loads(kernel.text(WALLS_PROBE.format(root=str(hub.root), repo=str(REPO)), timeout=120))
+        seen = json.loads(kernel.text(WALLS_PROBE.format(root=str(hub.root), repo=str(REPO),
+                                                         bob_port=_server_port(hub, "bob"),
+                                                         proxy_api_port=hub.proxy_api_port), timeout=120))
     finally:
         kernel.close()
     assert seen.pop("uid") != 0, "ada's kernel runs as root"
+    sockets, given = seen.pop("sockets"), network.ports(*seen.pop("given"))
+    assert len(given) == 3 and hub.kafka_port in given and hub.hub_api_port in given
+    strangers = {port for port, held in sockets if not held}  # the relay's ports: its files are not hers to read
+    assert strangers == set(given), f"ada sees listening sockets not hers nor her relay's: {strangers} ({sockets})"
+    assert {hub.hub_port, hub.proxy_api_port, _server_port(hub, "bob")}.isdisjoint(p for p, _ in sockets)
     assert seen.pop("her own credentials") == "allowed" and seen.pop("her own home, to write") == "allowed"
     allowed = [what for what, result in seen.items() if result == "allowed"]
     assert not allowed, f"ada's kernel reaches {allowed}: {seen}"

@@ -531,7 +531,30 @@ for folder in ("/var/tmp", "/run/lock"):
         wrote[folder] = True
     except OSError:
         wrote[folder] = False
+# P15: the sockets she sees, the machine's ports she reaches, and her own server reached from the machine's side
+import socket
+ports = json.loads(sys.argv[3])
+server = socket.create_server(("127.0.0.1", ports["server"]))
+listening = sorted({int(line.split()[1].split(":")[1], 16) for name in ("/proc/net/tcp", "/proc/net/tcp6")
+                    for line in open(name).read().splitlines()[1:] if line.split()[3] == "0A"})
+def knock(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(b"ping")
+            return sock.recv(16).decode() or "closed"
+    except OSError as exc:
+        return type(exc).__name__
+reached = {str(port): knock(port) for port in (ports["hidden"], ports["relayed"])}
+server.settimeout(60)
+try:
+    client, _ = server.accept()
+    client.sendall(b"hello from inside")
+    client.close()
+    served = True
+except OSError:
+    served = False
 print(json.dumps({"pid": os.getpid(), "zombies": zombies, "cgroup": open("/proc/self/cgroup").read(),
+                  "listening": listening, "reached": reached, "served": served,
                   "machine_var_tmp_seen": os.path.exists(sys.argv[1]), "wrote": wrote,
                   "files": resource.getrlimit(resource.RLIMIT_NOFILE),
                   "tasks": resource.getrlimit(resource.RLIMIT_NPROC)}))
@@ -577,10 +600,65 @@ def _learner_cgroups(text: str) -> dict[str, Path]:
     return found
 
 
+class _Machine:
+    """Two of the machine's services on 127.0.0.1: `hidden` (not for learners) and `relayed` (as the room's Kafka
+    is), which answers "pong" and notes the account (the kernel's socket owner, as nftables sees it) of each client."""
+
+    def __init__(self):
+        import socket
+        import threading
+
+        self.hidden, self.relayed = (socket.create_server(("127.0.0.1", 0)) for _ in range(2))
+        self.owners: list[int] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def port(self, which: str) -> int:
+        return getattr(self, which).getsockname()[1]
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, (_host, peer) = self.relayed.accept()
+            except OSError:
+                return
+            with client:
+                self.owners += [int(line.split()[7]) for line in Path("/proc/net/tcp").read_text().splitlines()[1:]
+                                if line.split()[1] == f"0100007F:{peer:04X}"]
+                client.recv(16)
+                client.sendall(b"pong")
+
+    def close(self) -> None:
+        self.hidden.close()
+        self.relayed.close()
+
+
+def _greeting(port: int, seconds: float = 90) -> str:
+    """What the walled server says to a client of the machine's 127.0.0.1:`port`, as the hub's proxy would connect."""
+    import socket
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+                said = sock.recv(64).decode()
+                if said:
+                    return said
+        except OSError:
+            pass
+        time.sleep(0.2)  # not listening inside yet: the relay closes the connection
+    return ""
+
+
 def test_a_walled_server_has_bounded_tasks_cpu_files_private_var_tmp_and_a_reaping_pid_1():
-    """R3/H9 (CPU), R4/H7 (processes), F10/H11 (/var/tmp and /run/lock shared), R6/H12 (orphans never reaped): a
-    server started as the hub starts it (its cgroups, its pre-exec step, its walls) as an unprivileged account."""
+    """R3/H9 (CPU), R4/H7 (processes), F10/H11 (/var/tmp and /run/lock shared), R6/H12 (orphans never reaped), P15
+    (every listening port of the machine in sight): a server started as the hub starts it (its cgroups, its pre-exec
+    step, its walls) as an unprivileged account. On a network of its own, it sees only its own sockets, reaches
+    only the machine's ports it was given (as the account the room's connection cap counts), and is reached on its
+    port from the machine's side, as the hub's proxy reaches it."""
     _walls_or_skip()
+    from concurrent.futures import ThreadPoolExecutor
+
+    from streamlab.lab.broker import free_port
     from streamlab.workshop import walls
     from streamlab.workshop.hub import FILES, TASKS, WorkshopSpawner
 
@@ -589,6 +667,7 @@ def test_a_walled_server_has_bounded_tasks_cpu_files_private_var_tmp_and_a_reapi
     machine_file, inside = Path("/var/tmp") / token, f"{token}-inside"
     cgroups: dict[str, Path] = {}
     made: list[Path] = []
+    machine = _Machine()
     try:
         home = root / "home" / "ada"
         for folder in (home, root / "server-config"):
@@ -599,12 +678,22 @@ def test_a_walled_server_has_bounded_tasks_cpu_files_private_var_tmp_and_a_reapi
         spawner = _fake_spawner(root, "limitprobe", home)
         made = spawner._cgroup = WorkshopSpawner._make_cgroup(spawner)
         preexec = WorkshopSpawner.make_preexec_fn(spawner, "limitprobe")
-        cmd = walls.wrap([sys.executable, "-c", SERVER, str(machine_file), inside], home=home, workshop=root,
-                         config=root / "server-config", uid=65534, gid=65534)
+        ports = {"hidden": machine.port("hidden"), "relayed": machine.port("relayed"), "server": free_port()}
+        cmd = walls.wrap([sys.executable, "-c", SERVER, str(machine_file), inside, json.dumps(ports)], home=home,
+                         workshop=root, config=root / "server-config", uid=65534, gid=65534, port=ports["server"],
+                         reaches=[ports["relayed"]])
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, preexec_fn=preexec)
+        with ThreadPoolExecutor(1) as pool:
+            greeting = pool.submit(_greeting, ports["server"])
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, preexec_fn=preexec)
         assert done.returncode == 0, done.stderr[-2000:]
         seen = json.loads(done.stdout.strip().splitlines()[-1])
+        assert seen["listening"] == sorted([ports["relayed"], ports["server"]]), (
+            f"the server sees listening sockets not its own: {seen['listening']} (its port {ports['server']}, "
+            f"the relayed {ports['relayed']})")
+        assert seen["reached"] == {str(ports["hidden"]): "ConnectionRefusedError", str(ports["relayed"]): "pong"}
+        assert machine.owners == [65534], f"the relayed connection is not the learner's own: {machine.owners}"
+        assert seen["served"] and greeting.result() == "hello from inside", "the machine's side cannot reach it"
         cgroups = _learner_cgroups(seen["cgroup"])
         assert seen["zombies"] == [], f"orphans were never reaped (the server is pid {seen['pid']})"
         assert not seen["machine_var_tmp_seen"], f"the machine's /var/tmp is shared with the learner's walls"
@@ -626,6 +715,7 @@ def test_a_walled_server_has_bounded_tasks_cpu_files_private_var_tmp_and_a_reapi
         tasks_soft, tasks_hard = seen["tasks"]
         assert files_hard <= FILES and tasks_hard <= TASKS, f"files {seen['files']}, tasks {seen['tasks']}"
     finally:
+        machine.close()
         machine_file.unlink(missing_ok=True)
         for folder in ("/var/tmp", "/run/lock"):
             (Path(folder) / inside).unlink(missing_ok=True)
