@@ -555,6 +555,7 @@ except OSError:
     served = False
 print(json.dumps({"pid": os.getpid(), "zombies": zombies, "cgroup": open("/proc/self/cgroup").read(),
                   "listening": listening, "reached": reached, "served": served,
+                  "var_tmp_bytes": os.statvfs("/var/tmp").f_blocks * os.statvfs("/var/tmp").f_frsize,
                   "machine_var_tmp_seen": os.path.exists(sys.argv[1]), "wrote": wrote,
                   "files": resource.getrlimit(resource.RLIMIT_NOFILE),
                   "tasks": resource.getrlimit(resource.RLIMIT_NPROC)}))
@@ -700,6 +701,7 @@ def test_a_walled_server_has_bounded_tasks_cpu_files_private_var_tmp_and_a_reapi
         for folder, wrote in seen["wrote"].items():
             assert not (Path(folder) / inside).exists(), f"the server's {folder} is the machine's"
         assert seen["wrote"]["/var/tmp"], "the server cannot write its own /var/tmp"
+        assert seen["var_tmp_bytes"] <= 512 << 20, f"/var/tmp holds {seen['var_tmp_bytes']} bytes (R5: 512 MiB)"
         assert "pids" in cgroups or "unified" in cgroups, f"the server is in no pids cgroup: {seen['cgroup']}"
         pids = cgroups.get("pids") or cgroups["unified"]
         assert int((pids / "pids.max").read_text()) == TASKS, "no bound on the server's tasks"
