@@ -11,6 +11,11 @@ than faults (decoys that fit a symptom half-way), so elimination alone does not 
 cause and its own fix, so a constant answer scores at most one fault's worth over the set. `apply_fix()` then
 applies the candidate's fix when it is the right one and waits until the pipeline is seen to recover.
 
+The duplicates fault (`replayed-batch`) is modules 2 and 7's crash, for real: the sink is a `foreachBatch` that
+appends each batch to a table (SQLite, `Incident.table`), and every few batches the "driver" dies after that write
+and before Spark writes `commits/N`; a supervisor restarts the query, batch N runs again with the same offsets, and
+its rows land twice. The fix keys the table by (topic, partition, offset) and upserts: crashes go on, duplicates stop.
+
 Everything an incident starts goes through the lab's registries: the topics through `lab.lifecycle.new_topic`,
 the checkpoint through `new_checkpoint`, the producer is a `BackgroundProducer` and the query a Spark query, so
 `streamlab.cleanup()` and the kernel's exit handler stop them; the incident's own watcher thread ends when its
@@ -45,6 +50,7 @@ CAUSES = {
     "trigger-too-long": "the processingTime interval is too long: records wait for the next trigger",
     "latest-on-new-checkpoint": "the query was restarted on a new checkpoint with startingOffsets=latest and "
                                 "skipped the backlog",
+    "producer-retries": "the producer retried sends without idempotence and wrote some records twice to the topic",
 }
 FIXES = {
     "raise-cap": "raise maxOffsetsPerTrigger above the input rate (or remove it) and restart the query",
@@ -57,6 +63,7 @@ FIXES = {
     "spread-keys": "salt the hot key so its records spread over the partitions",
     "shorter-trigger": "shorten the trigger interval",
     "restart-from-earliest": "restart on a new checkpoint with startingOffsets=earliest",
+    "drop-duplicates-in-batch": "dropDuplicates() on the batch before writing it",
 }
 
 
@@ -80,7 +87,13 @@ FAULTS = {
                               "The orders job has shown nothing new for a while, yet orders keep coming in."),
     "wide-pattern": Fault("wide-pattern", "anchor-pattern",
                           "The order counts are too high since the platform team's migration."),
+    "replayed-batch": Fault("replayed-batch", "idempotent-sink",
+                            "The orders job keeps crashing and its supervisor restarts it. Billing says some "
+                            "customers were charged twice."),
 }
+
+CRASH_EVERY = 4  # replayed-batch: the driver dies after the sink's write of every 4th batch, before commits/N
+SINK_TABLE = "orders"  # replayed-batch: the sink's table, in a SQLite file (Incident.table)
 
 
 def grade(fault: str, cause: str, fix: str) -> dict:
@@ -150,6 +163,84 @@ def _slow(cost_s: float):
     return run
 
 
+def make_table(path: str) -> None:
+    """Create the sink's table (no key: an append writes a replayed batch's rows a second time)."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        db.execute(f"CREATE TABLE IF NOT EXISTS {SINK_TABLE} "
+                   "(topic TEXT, partition INTEGER, offset INTEGER, value TEXT, batch INTEGER)")
+
+
+def append_write(path: str):
+    """The at-least-once sink's write function for foreachBatch: it appends every row of the batch to the table."""
+    def write(batch_df, batch_id):
+        import sqlite3
+
+        rows = [(r["topic"], r["partition"], r["offset"], bytes(r["value"]).decode(), batch_id)
+                for r in batch_df.select("topic", "partition", "offset", "value").collect()]
+        with sqlite3.connect(path, timeout=30) as db:
+            db.executemany(f"INSERT INTO {SINK_TABLE} VALUES (?, ?, ?, ?, ?)", rows)
+    return write
+
+
+def upsert_write(path: str):
+    """The idempotent sink's write function: an upsert keyed by (topic, partition, offset), after
+    `dedupe_table` gave the table that key."""
+    def write(batch_df, batch_id):
+        import sqlite3
+
+        rows = [(r["topic"], r["partition"], r["offset"], bytes(r["value"]).decode(), batch_id)
+                for r in batch_df.select("topic", "partition", "offset", "value").collect()]
+        with sqlite3.connect(path, timeout=30) as db:
+            db.executemany(f"INSERT INTO {SINK_TABLE} VALUES (?, ?, ?, ?, ?) "
+                           "ON CONFLICT (topic, partition, offset) DO UPDATE SET value = excluded.value", rows)
+    return write
+
+
+def dedupe_table(path: str) -> int:
+    """Keep one row per (topic, partition, offset) and make that the table's unique key; the rows removed."""
+    import sqlite3
+
+    with sqlite3.connect(path, timeout=30) as db:
+        removed = db.execute(f"DELETE FROM {SINK_TABLE} WHERE rowid NOT IN (SELECT MIN(rowid) FROM {SINK_TABLE} "
+                             "GROUP BY topic, partition, offset)").rowcount
+        db.execute(f"CREATE UNIQUE INDEX IF NOT EXISTS {SINK_TABLE}_key ON {SINK_TABLE} (topic, partition, offset)")
+    return removed
+
+
+def table_counts(path: str, since: dict | None = None, until: dict | None = None) -> dict:
+    """Per topic: rows, distinct (partition, offset), duplicate copies and offsets missing in the table; with
+    `since`/`until` ({topic: {partition: offset}}) only the rows of that offset range, counted against it."""
+    import sqlite3
+
+    with sqlite3.connect(path, timeout=30) as db:
+        found = db.execute(f"SELECT topic, partition, offset, COUNT(*) FROM {SINK_TABLE} "
+                           "GROUP BY topic, partition, offset").fetchall()
+    per: dict = {}
+    for topic, part, off, n in found:
+        lo = (since or {}).get(topic, {}).get(part) if since is not None else None
+        hi = (until or {}).get(topic, {}).get(part) if until is not None else None
+        if (since is not None and (lo is None or off < lo)) or (until is not None and (hi is None or off >= hi)):
+            continue
+        per.setdefault(topic, {}).setdefault(part, []).append((off, n))
+    out = {}
+    for topic in sorted(set(per) | set((since or {}) if until is not None else ())):
+        parts = per.get(topic, {})
+        rows = sum(n for offs in parts.values() for _, n in offs)
+        distinct = sum(len(offs) for offs in parts.values())
+        if since is not None and until is not None:
+            span = sum(max(0, until[topic].get(p, 0) - o) for p, o in since.get(topic, {}).items())
+        else:
+            span = sum(max(o for o, _ in offs) - min(o for o, _ in offs) + 1 for offs in parts.values() if offs)
+        out[topic] = {"rows": rows, "distinct": distinct, "duplicates": rows - distinct, "missing": span - distinct}
+    return out
+
+
+class _Crash(RuntimeError):
+    """The simulated driver crash: after the sink's write of a batch, before Spark writes commits/N."""
+
+
 class Incident:
     """A running pipeline with one injected fault; see the module's docstring."""
 
@@ -181,6 +272,12 @@ class Incident:
         self._fix_batch = -1  # retention: the last batch that may have been planned before the fix
         self._subscribe: dict = {}
         self._anchored = ""  # wide-pattern: the pattern the fix subscribes to
+        self.table = ""  # replayed-batch: the sink's SQLite file (table `orders`)
+        self._write = None  # replayed-batch: the sink's write function (batch_df, batch_id)
+        self._crashing = False  # a simulated crash stopped the query; the supervisor (the watcher) restarts it
+        self._crashes: list[tuple[int, float]] = []  # (batch id, when) of each simulated crash
+        self._query_lock = threading.RLock()
+        self._retention_ms: int | None = None  # retention-gap: the topic's retention.ms, as last set
 
     # -- what the candidate sees ------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -200,6 +297,8 @@ class Incident:
     def output(self) -> dict:
         """What reached the sink, per topic: rows, distinct ids, duplicate copies, and ids missing between the
         lowest and the highest that arrived."""
+        if self.table:
+            return table_counts(self.table)
         out = {}
         for topic, ids in self._ids.items():
             distinct = set(ids)
@@ -336,7 +435,7 @@ class Incident:
         self.topic = new_topic(f"orders{run}", partitions=partitions)
         self.topics.append(self.topic)
         rate = {"cap-too-low": 300, "slow-records": 100, "retention-gap": 200, "open-transaction": 100,
-                "wide-pattern": 50}[fault]
+                "wide-pattern": 50, "replayed-batch": 100}[fault]
         self._subscribe = {"subscribe": self.topic}
         if fault == "cap-too-low":
             self._options["maxOffsetsPerTrigger"] = "100"
@@ -364,6 +463,12 @@ class Incident:
             self._subscribe = {"subscribePattern": re.escape(pattern).replace("\\-", "-")}
             self._anchored = f"^{re.escape(self.topic)}$"
             self.producers.append(BackgroundProducer(extra, rate=80, bootstrap=self.bootstrap).start())
+        elif fault == "replayed-batch":
+            folder = new_checkpoint("incident-sink")
+            self._folders.append(folder)
+            self.table = f"{folder}/orders.db"
+            make_table(self.table)
+            self._write = append_write(self.table)
         self.producers.insert(0, BackgroundProducer(self.topic, rate=rate, bootstrap=self.bootstrap).start())
         if fault == "open-transaction":
             time.sleep(1.0)  # some committed records first: the reader reads them, then stops
@@ -390,6 +495,15 @@ class Incident:
         """The pipeline's sink: does the per-record work, if any, and remembers the ids that arrived per topic."""
         from streamlab.delivery.sinks import ids_in
 
+        if self.table:  # replayed-batch: the write function, then maybe the crash before commits/N
+            self._write(batch_df, batch_id)
+            self._batches.append({"batch": batch_id, "rows": {}, "at": time.monotonic()})
+            if batch_id % CRASH_EVERY == CRASH_EVERY - 2 and batch_id not in {b for b, _ in self._crashes}:
+                self._crashes.append((batch_id, time.monotonic()))
+                self._crashing = True
+                raise _Crash(f"simulated driver crash after the sink wrote batch {batch_id}, "
+                             f"before commits/{batch_id}")
+            return
         frame = batch_df.select("topic", "value")
         if self._cost_s:  # one pass: the work and the rows (a second action would read the batch from Kafka again)
             rows = frame.rdd.mapPartitions(_slow(self._cost_s)).collect()
@@ -408,6 +522,7 @@ class Incident:
 
         from streamlab.lab.topics import admin
 
+        self._retention_ms = int(ms)
         client = admin(self.bootstrap)
         try:
             client.alter_configs([ConfigResource(ConfigResourceType.TOPIC, self.topic, configs={"retention.ms": ms})])
@@ -416,22 +531,62 @@ class Incident:
 
     def _watch(self) -> None:
         """The incident's background work: retention's deletions (as the broker's would, every half second, with
-        the lab's retention check of seconds); ends when the incident stops or its query is gone."""
-        from streamlab.lab.topics import describe_topic
-        from streamlab.observe.subscriptions import trim
+        the lab's retention check of seconds) and the supervisor that restarts a crashed query; ends when the
+        incident stops or its query is gone."""
+        consumer = None
+        try:
+            while not self._stopping.wait(0.5):
+                if self.query is None or not (self._active() or self._restarting or self._crashing):
+                    break
+                if self._crashing:
+                    self._supervise()
+                if self._trimming.is_set():
+                    try:
+                        consumer = consumer or self._consumer()
+                        self._trim_by_age(consumer)
+                    except Exception:
+                        pass  # a broker that is busy: the next tick trims
+        finally:
+            if consumer is not None:
+                consumer.close()
+            self._end_transaction(commit=False)
 
-        keep = 100  # about half a second of the producer's records survive
-        while not self._stopping.wait(0.5):
-            if self.query is None or not (self._active() or self._restarting):
-                break
-            if self._trimming.is_set():
+    def _supervise(self) -> None:
+        """The supervisor: once a simulated crash has stopped the query, start it again on the same checkpoint."""
+        with self._query_lock:
+            if self._crashing and not self._active() and not self._stopping.is_set():
+                self._restarting = True
                 try:
-                    latest = max(last for _, last in describe_topic(self.topic, self.bootstrap).values())
-                    if latest > keep:
-                        trim(self.topic, latest - keep, self.bootstrap)
-                except Exception:
-                    pass  # a broker that is busy: the next tick trims
-        self._end_transaction(commit=False)
+                    self.query = self._start_query()
+                finally:
+                    self._crashing = False
+                    self._restarting = False
+
+    def _consumer(self):
+        from kafka import KafkaConsumer
+
+        return KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False)
+
+    def _trim_by_age(self, consumer) -> None:
+        """Retention, as the broker's would apply it, without waiting for a segment to roll: delete the records
+        older than the topic's retention.ms (every half second)."""
+        from kafka import TopicPartition
+
+        from streamlab.lab.topics import admin
+
+        if self._retention_ms is None or self._retention_ms >= 3_600_000:
+            return
+        parts = consumer.partitions_for_topic(self.topic) or set()
+        tps = [TopicPartition(self.topic, p) for p in parts]
+        cutoff = int(time.time() * 1000) - self._retention_ms
+        found = consumer.offsets_for_times({tp: cutoff for tp in tps})
+        ends = consumer.end_offsets(tps)
+        before = {tp: (found[tp].offset if found.get(tp) is not None else ends[tp]) for tp in tps}
+        client = admin(self.bootstrap)
+        try:
+            client.delete_records({tp: o for tp, o in before.items() if o > 0})
+        finally:
+            client.close()
 
     def _end_transaction(self, commit: bool) -> None:
         transaction, self._transaction = self._transaction, None
@@ -448,7 +603,7 @@ class Incident:
             return False
 
     def _check_query(self) -> None:
-        if self.query is not None and not self._restarting and not self._active():
+        if self.query is not None and not self._restarting and not self._crashing and not self._active():
             error = self.query.exception()
             raise LabError(f"the incident's query stopped{': ' + first_line(error) if error else ''}; "
                            "start a new incident with incidents.start(spark, bootstrap)")
@@ -456,12 +611,14 @@ class Incident:
     def _restart_query(self, **kwargs) -> None:
         from streamlab.observe.progress import stop_between_batches
 
-        self._restarting = True
-        try:
-            stop_between_batches(self.query)
-            self.query = self._start_query(**kwargs)
-        finally:
-            self._restarting = False
+        with self._query_lock:
+            self._restarting = True
+            try:
+                stop_between_batches(self.query)
+                self.query = self._start_query(**kwargs)
+            finally:
+                self._crashing = False
+                self._restarting = False
 
     # -- evidence, as the course's tools show it ---------------------------------------------------------------
     def _events(self) -> list[dict]:
@@ -540,6 +697,12 @@ class Incident:
         seen = stalled > 4 and log_end - read > 300 and not last.get("numInputRows")
         return seen, f"no rows for {stalled:.0f} s; the log holds {log_end}, the query read {read}"
 
+    def _sees_replayed_batch(self) -> tuple[bool, str]:
+        counts = table_counts(self.table).get(self.topic, {})
+        crashed = [b for b, _ in self._crashes]
+        return counts.get("duplicates", 0) > 0, (f"{counts.get('duplicates', 0)} rows twice in the sink's table; "
+                                                 f"batches that crashed before their commit: {crashed}")
+
     def _sees_wide_pattern(self) -> tuple[bool, str]:
         other = {t: n for t, n in self._rows.items() if t != self.topic}
         return bool(other), f"rows per topic: {self._rows}"
@@ -567,6 +730,13 @@ class Incident:
         if self._fault == "open-transaction":
             read = sum(b["rows"].get(self.topic, 0) for b in after)
             return read > 0, f"the reader advanced: {read} rows since the fix"
+        if self._fault == "replayed-batch":
+            # a crash after the fix, its batch run again, and still no row twice in the table
+            replayed = [b for b, at in self._crashes if at > self.fixed_at
+                        and any(x["batch"] == b and x["at"] > at for x in self._batches)]
+            dups = table_counts(self.table).get(self.topic, {}).get("duplicates", 0)
+            return bool(replayed) and dups == 0, (f"batches replayed since the fix: {replayed}; "
+                                                  f"rows twice in the table: {dups}")
         if self._fault == "wide-pattern":
             # The last two batches with rows: the old query may still finish a batch (both topics) after the fix
             # began, as it is stopped between batches; that batch says nothing about the anchored query.
@@ -592,6 +762,22 @@ class Incident:
 
     def _fix_open_transaction(self) -> None:
         self._end_transaction(commit=False)
+
+    def _fix_replayed_batch(self) -> None:
+        from streamlab.observe.progress import stop_between_batches
+
+        with self._query_lock:  # not while the supervisor restarts the query
+            self._restarting = True
+            try:
+                stop_between_batches(self.query)  # no append may run while the table gets its key
+                removed = dedupe_table(self.table)
+                self._write = upsert_write(self.table)
+                self.query = self._start_query()
+            finally:
+                self._crashing = False
+                self._restarting = False
+        print(f"  removed {removed} duplicate rows; the table is keyed by (topic, partition, offset) and the sink "
+              "upserts")
 
     def _fix_wide_pattern(self) -> None:
         from streamlab.lab.lifecycle import new_checkpoint
