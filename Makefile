@@ -87,7 +87,7 @@ site: setup ## the course as a static site in .streamlab/site/ (docs/site.md): r
 	$(PY) -m grader site --run --executed .streamlab/site-executed
 
 seen: setup ## each live demo's 'What you should see' figure from a real run (grader/seen.py), then make release
-	$(PY) -m grader seen --run --executed .streamlab/site-executed
+	$(PY) -m grader seen --run --cluster --executed .streamlab/site-executed
 	$(PY) -m grader release
 
 broker-start: setup ## start the lab's Kafka broker

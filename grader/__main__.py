@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     seen.add_argument("--executed", type=Path, metavar="DIR", help="executed student notebooks <id>.ipynb (default "
                                                                    ".streamlab/site-executed/, which make site fills)")
     seen.add_argument("--run", action="store_true", help="first run every student notebook into the --executed DIR")
+    seen.add_argument("--cluster", action="store_true", help="with --run, module 9 too: its setup starts the lab's "
+                                                             "cluster (3 brokers, Spark standalone), stopped after it")
+    seen.add_argument("--only", nargs="+", metavar="ID", help="these modules only (e.g. 09-cluster-failures)")
     rev = sub.add_parser("revision", help="revision aids: module 8's tables as a printable cheat sheet (HTML, PDF) "
                                           "and code-only copies of the notebooks")
     rev.add_argument("--out", type=Path, help="folder (default .streamlab/revision/)")
@@ -120,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "seen":
             from .seen import main as seen_main
 
-            return seen_main(args.executed or ROOT / ".streamlab" / "site-executed", run=args.run)
+            return seen_main(args.executed or ROOT / ".streamlab" / "site-executed", run=args.run,
+                             cluster=args.cluster, only=args.only)
         elif args.command == "revision":
             from .revision import DEFAULT_OUT as REVISION_OUT, main as revision_main
 

@@ -54,6 +54,9 @@ def _alt(source: str, k: int, count: int) -> str:
     """Alt text of a demo's k-th frame: its title= when the cell gives one."""
     titles = [m.group(2) for m in TITLE.finditer(source)]
     what = f"the demo '{titles[k]}'" if k < len(titles) and len(titles) == count else "this demo"
+    if "FailoverDemo(" in source:  # module 9's frame is its kill table, not a chart
+        return ("The table of this demo at its end in a recorded run: which executor read each partition, batch by "
+                "batch, the batches an executor or a leader was killed under, and both sinks' counts")
     return f"The chart of {what} in a recorded run"
 
 
@@ -99,16 +102,18 @@ def apply(aid: str, executed: Path, source: Path = SOURCE) -> list[str]:
     return written
 
 
-def main(executed: Path, run: bool = False, source: Path = SOURCE) -> int:
-    """`python -m grader seen`: run the student notebooks into `executed` first when `run`, then apply every module."""
+def main(executed: Path, run: bool = False, source: Path = SOURCE, cluster: bool = False,
+         only: list[str] | None = None) -> int:
+    """`python -m grader seen`: run the student notebooks into `executed` first when `run` (module 9 on the lab's
+    cluster too when `cluster`; `only` those ids), then apply every module."""
     if run:
         from .site import execute
 
         executed.mkdir(parents=True, exist_ok=True)
-        execute(executed)
+        execute(executed, only=only, cluster=cluster)
     if not executed.is_dir():
         raise GraderError(f"{executed}: no such folder of executed notebooks (make seen runs them)")
-    for aid in assignments(source):
+    for aid in only or assignments(source):
         names = apply(aid, executed, source)
         if names:
             print(f"{aid}: {len(names)} figure(s): {', '.join(names)}")

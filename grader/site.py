@@ -251,9 +251,11 @@ def needs_cluster(nb) -> bool:
     return any(c.cell_type == "code" and "setup(cluster=True)" in c.source for c in nb.cells)
 
 
-def execute(into: Path, release: Path = RELEASE, only: list[str] | None = None, timeout: int = 900) -> list[str]:
-    """Run each untouched student notebook in `release` (not those needing the cluster) as a learner's Run All
-    nobody watches, in a kernel of its own with its own temporary folder; write it to `into`/<id>.ipynb."""
+def execute(into: Path, release: Path = RELEASE, only: list[str] | None = None, timeout: int = 900,
+            cluster: bool = False) -> list[str]:
+    """Run each untouched student notebook in `release` as a learner's Run All nobody watches, in a kernel of its
+    own with its own temporary folder; write it to `into`/<id>.ipynb. Those needing the lab's cluster (module 9) only
+    with `cluster` (their setup starts it; it is stopped after them)."""
     from streamlab.lab.broker import broker_port, external_bootstrap, probe, stop_broker
 
     release, into = Path(release).resolve(), Path(into).resolve()
@@ -261,13 +263,13 @@ def execute(into: Path, release: Path = RELEASE, only: list[str] | None = None, 
     # the notebooks' setup cells start the lab's broker when none runs: one started for this run is stopped after it
     ours = not external_bootstrap() and probe(f"127.0.0.1:{broker_port()}") != "kafka"
     try:
-        return _execute_each(into, release, only or assignments(release), timeout)
+        return _execute_each(into, release, only or assignments(release), timeout, cluster)
     finally:
         if ours:
             stop_broker()
 
 
-def _execute_each(into: Path, release: Path, ids: list[str], timeout: int) -> list[str]:
+def _execute_each(into: Path, release: Path, ids: list[str], timeout: int, cluster: bool = False) -> list[str]:
     """execute()'s loop: each notebook in turn (the machine has two cores, and each run holds a Spark JVM)."""
     import nbformat
     from nbclient import NotebookClient
@@ -281,7 +283,8 @@ def _execute_each(into: Path, release: Path, ids: list[str], timeout: int) -> li
         path = release / aid / f"{aid}.ipynb"
         if not path.is_file():
             raise GraderError(f"{path}: no such student notebook: run `make release`")
-        if needs_cluster(nbformat.read(path, as_version=4)):
+        on_cluster = needs_cluster(nbformat.read(path, as_version=4))
+        if on_cluster and not cluster:
             print(f"skipped   {aid}: its setup starts the lab's cluster (its page says so)", flush=True)
             continue
         started = time.monotonic()
@@ -295,9 +298,15 @@ def _execute_each(into: Path, release: Path, ids: list[str], timeout: int) -> li
             client = NotebookClient(nb, timeout=timeout, allow_errors=True, kernel_name="python3",
                                     extra_arguments=["--IPKernelApp.log_level=ERROR"],
                                     resources={"metadata": {"path": str(work)}})
-            with kernel_started(client, env=env):
-                for index, cell in enumerate(nb.cells):
-                    client.execute_cell(cell, index)
+            try:
+                with kernel_started(client, env=env):
+                    for index, cell in enumerate(nb.cells):
+                        client.execute_cell(cell, index)
+            finally:
+                if on_cluster:  # started by its setup cell, for this run only
+                    from streamlab.lab import cluster as lab_cluster
+
+                    lab_cluster.stop()
             nbformat.write(nb, into / f"{aid}.ipynb")
         errors = sum(o.output_type == "error" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
         print(f"ran       {aid} in {time.monotonic() - started:.0f} s"

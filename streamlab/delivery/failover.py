@@ -25,6 +25,7 @@ import threading
 import time
 
 from streamlab.demo.controls import answer_while_busy
+from streamlab.demo.loop import DEMO_SECONDS_ENV
 from streamlab.lab import cluster
 from streamlab.lab.producer import close_now
 from streamlab.lab.wait import wait_until
@@ -60,6 +61,10 @@ class FailoverDemo:
         self.restart_after, self.with_sinks, self.show = restart_after, sinks, show
         if os.environ.get("STREAMLAB_GRADING") == "1":
             self.seconds = min(self.seconds, max([25.0, *(t + 12 for t, _ in self.script)]))
+        if os.environ.get(DEMO_SECONDS_ENV, "").strip():  # nobody watches (make site, make seen): the script, then
+            from streamlab.demo.live import duration_cap  # this long (a bad value is refused in one line)
+
+            self.seconds = min(self.seconds, max([0.0, *(t for t, _ in self.script)]) + duration_cap())
         self.batches: list[dict] = []
         self.events: list[str] = []
         self.acked: set[int] = set()
@@ -76,6 +81,7 @@ class FailoverDemo:
         self._first = 0.0
         self._player: threading.Thread | None = None
         self._box = None
+        self._handle = None  # the displayed box's handle: wait() freezes the last view into it (a PNG beside it)
         self._html = None
         self._buttons: tuple = ()
         self.result: dict | None = None
@@ -315,6 +321,7 @@ class FailoverDemo:
             for name, ids in (("sqlite", self.sqlite.delivered()), ("transactions", self.tx.delivered())):
                 self.result[name] = count(self.acked, ids)
         self._render()
+        self._freeze()
         return self.result
 
     # --- the view -----------------------------------------------------------------------------------------------
@@ -333,7 +340,18 @@ class FailoverDemo:
         answer_while_busy(self._buttons)
         self._html = widgets.HTML(value=self.html())
         self._box = widgets.VBox([widgets.HBox([kill_exec, kill_leader]), self._html])
-        display(self._box)
+        self._handle = display(self._box, display_id=True)
+
+    def _freeze(self) -> None:
+        """Keep the last view as a PNG beside the live box: what a saved notebook, the site or `make seen` shows."""
+        if self._handle is None or self._box is None:
+            return
+        from streamlab.demo.widgets import png
+
+        bundle = self._box._repr_mimebundle_()
+        bundle["image/png"] = png(self.figure())
+        bundle.pop("text/plain", None)
+        self._handle.update(bundle, raw=True)
 
     def _safely(self, action) -> None:
         if self._stop.is_set():
@@ -386,6 +404,54 @@ class FailoverDemo:
                   "orange: read elsewhere</small>")
         events = "<br>".join(self.events[-6:])
         return f"{summary}{table}{legend}<p style='font-family:monospace'>{events}</p>"
+
+
+    def figure(self):
+        """The live table drawn with matplotlib: the same rows, colours and counts as html(), for a frozen frame."""
+        import matplotlib.pyplot as plt
+
+        head = ["batch", "at", "took", *(f"p{p}" for p in range(self.partitions))]
+        text, colours = [], []
+        for b in shown_batches(self.batches, self.kills):
+            if b is None:
+                text.append(["⋯"] + [""] * (len(head) - 1))
+                colours.append(["white"] * len(head))
+                continue
+            row, tint = [f"{b['batch']}" + (f"\n⚡ {self.kills[b['batch']]}" if b["batch"] in self.kills else ""),
+                         f"{b['at']} s", f"{b['seconds']} s"], ["#fde2e2" if b["batch"] in self.kills else "white",
+                                                                 "white", "white"]
+            for p in range(self.partitions):
+                mine = [t for t in b["tasks"] if t["partition"] == p]
+                if not mine:
+                    row.append("—")
+                    tint.append("white")
+                    continue
+                row.append(" → ".join(f"exec {t['executor']}" + (" ✗" if t["status"] != "SUCCESS" else "")
+                                      for t in mine) + f"\n{mine[-1]['records']} rec"
+                           + (f", try {mine[-1]['attempt'] + 1}" if mine[-1]["attempt"] else ""))
+                home = b["preferred"].get(p)
+                warm = home is not None and all(t["executor"] == home for t in mine if t["status"] == "SUCCESS")
+                tint.append("#e8f5e9" if warm else "#fff3e0")
+            text.append(row)
+            colours.append(tint)
+        height = 0.36 * (len(text) + 1) + 0.8
+        fig, ax = plt.subplots(figsize=(9.5, height))
+        fig.subplots_adjust(left=0.01, right=0.99, top=1 - 0.45 / height, bottom=0.35 / height)
+        ax.axis("off")
+        if text:
+            table = ax.table(cellText=text, cellColours=colours, colLabels=head, cellLoc="center", bbox=[0, 0, 1, 1],
+                             colWidths=[0.24, 0.07, 0.07] + [0.62 / self.partitions] * self.partitions)
+            table.auto_set_font_size(False)
+            table.set_fontsize(8)
+        summary = f"produced {self.sent:,}, acknowledged {len(self.acked):,}"
+        if self.result and self.with_sinks:
+            summary += "".join(f"   {name}: {self.result[name]['once']:,} once, {self.result[name]['duplicates']} "
+                               f"duplicates, {self.result[name]['lost']} lost" for name in ("sqlite", "transactions"))
+        ax.set_title(summary, fontsize=9, loc="left")
+        ax.text(0, -0.02, "green: read by the partition's preferred executor · orange: read elsewhere · ✗: the task "
+                "failed · ⚡: killed under this batch", fontsize=7.5, color="#555", transform=ax.transAxes, va="top")
+        plt.close(fig)
+        return fig
 
 
 def shown_batches(batches: list[dict], kills: dict, last: int = 8) -> list:

@@ -54,3 +54,24 @@ def test_the_kill_s_batch_stays_in_the_table_after_many_more_batches():
     assert html.count("<tr>") == 1 + len(rows), "a header, then one row per batch shown or gap"
     few = [None if b is None else b["batch"] for b in shown_batches(demo.batches[:4], {})]
     assert few == [0, 1, 2, 3], "a short run shows every batch"
+
+
+def test_the_frozen_frame_draws_the_table_s_rows_and_the_counts():
+    """What a saved notebook, the site and `make seen` show of the demo once it ended: its table as a PNG, the same
+    rows as the live one (the kills' batches kept), and the sinks' counts."""
+    demo = FailoverDemo(None, "127.0.0.1:1", partitions=1, show=False)
+    demo.batches = [_batch(i, attempt=1 if i == 6 else 0) for i in range(30)]
+    demo.kills = {5: "executor 2 killed"}
+    demo.sent, demo.acked = 300, set(range(290))
+    demo.result = {"sqlite": {"once": 290, "duplicates": 0, "lost": 0},
+                   "transactions": {"once": 289, "duplicates": 1, "lost": 1}}
+    fig = demo.figure()
+    table = fig.axes[0].tables[0]
+    drawn = [table[row, 0].get_text().get_text() for row in range(1, len(shown_batches(demo.batches, demo.kills)) + 1)]
+    assert drawn == ["⋯", "5\n⚡ executor 2 killed", "6", "⋯", *map(str, range(22, 30))], drawn
+    assert table[3, 3].get_text().get_text() == "exec 1\n10 rec, try 2", "a retried task's attempt is shown"
+    title = fig.axes[0].get_title(loc="left")
+    assert "acknowledged 290" in title and "transactions: 289 once, 1 duplicates, 1 lost" in title, title
+    from streamlab.demo.widgets import png
+
+    assert png(fig)[:8] == b"\x89PNG\r\n\x1a\n"
