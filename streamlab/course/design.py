@@ -242,7 +242,9 @@ ROUNDS = [
          "a MERGE without deduplicating the batch: it fails on two rows for one key",
          "txnAppId reused with a new checkpoint: Delta silently skips the new batches",
          "letting an older event overwrite a newer state"],
-        [("07-sinks-exactly-once", "Exactly-once, three ways")]),
+        [("10-lakehouse", "foreachBatch + MERGE: one row per business key"),
+         ("10-lakehouse", "txnAppId: idempotent appends, and their trap"),
+         ("07-sinks-exactly-once", "Exactly-once, three ways")]),
 ]
 
 BY_ID = {r.id: r for r in ROUNDS}

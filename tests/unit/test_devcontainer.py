@@ -63,3 +63,11 @@ def test_with_that_env_file_alone_compose_accepts_the_lab(docker_compose, tmp_pa
     assert done.returncode == 0, done.stderr
     token = dict(line.split("=", 1) for line in env_file.read_text().splitlines())["JUPYTER_TOKEN"]
     assert yaml.safe_load(done.stdout)["services"]["lab"]["environment"]["JUPYTER_TOKEN"] == token
+
+
+def test_the_link_it_prints_opens_the_course_home_in_the_lab_s_root():
+    """The attach step's URL names a file of the folder the compose lab serves (docker/start-lab.sh: notebooks/):
+    it named notebooks/START-HERE.ipynb, a 404 under that root."""
+    path = re.search(r"/lab/tree/([^?\"]+)", CONFIG["postAttachCommand"]).group(1)
+    assert 'root="${STREAMLAB_NOTEBOOKS:-$PWD/notebooks}"' in (ROOT / "docker" / "start-lab.sh").read_text()
+    assert (ROOT / "notebooks" / path).is_file(), f"{path} is not in notebooks/, the lab's root"
