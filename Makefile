@@ -75,7 +75,7 @@ workshop-deps: $(STAMP) ## install JupyterHub's proxy (configurable-http-proxy 5
 	  || echo "warning: could not install nftables: the room's Kafka will not cap each learner's connections"; fi
 
 workshop: setup workshop-deps ## serve the course to a room: JupyterHub and the room's SCRAM Kafka on 127.0.0.1 (docs/workshop.md); Ctrl-C stops both
-	@$(PY) -m streamlab.workshop start
+	@$(PY) -m workshop start
 
 bench: setup compose-deps workshop-deps ## print the benchmark ratios: engine vs raw consumer, grading vs running, the cluster, compose and hub labs
 	$(PY) -m bench

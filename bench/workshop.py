@@ -82,11 +82,11 @@ def workshop_section() -> None:
     import logging
 
     from streamlab.lab.broker import free_port
-    from streamlab.workshop import instructor, kafka
+    from workshop import instructor, kafka
 
-    from streamlab.workshop.__main__ import approve, start, stop
-    from streamlab.workshop.client import Learner
-    from streamlab.workshop.hub import Settings
+    from workshop.__main__ import approve, start, stop
+    from workshop.client import Learner
+    from workshop.hub import Settings
 
     # The room's SCRAM runs over plaintext on 127.0.0.1 (docs/workshop.md says why): kafka-python's warning on every
     # login is not a figure.

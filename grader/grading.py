@@ -328,7 +328,7 @@ def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = (), boots
     spark_log.parent.mkdir(parents=True, exist_ok=True)
     spark_log.touch()
     home = Path.home()
-    # streamlab.workshop.hub.default_root, which imports JupyterHub (absent where no workshop is run).
+    # workshop.hub.default_root, which imports JupyterHub (absent where no workshop is run).
     workshop = Path(os.environ.get("STREAMLAB_WORKSHOP_ROOT") or ROOT / ".streamlab" / "workshop")
     box = sandbox.Sandbox(
         readonly=[ROOT, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), state_dir()]
@@ -337,9 +337,7 @@ def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = (), boots
         hidden=[source, ROOT / "tests", ROOT / ".git", ROOT / "feedback", private_tmp(), root, workshop, *hidden],
         private_tmp_with=work)
     if sandbox.dropped():
-        from streamlab.workshop.walls import reached
-
-        box.account, box.reach = sandbox.account(), [*reached(), state_dir()]
+        box.account, box.reach = sandbox.account(), [*sandbox.reached(), state_dir()]
         box.writable, box.scratch = [], [spark_log]
     from .relay import ports_of
 

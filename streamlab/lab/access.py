@@ -1,6 +1,6 @@
 """A learner's access to a shared cluster: a name prefix and SCRAM credentials, applied without the notebook knowing.
 
-In a workshop (streamlab.workshop) many learners share one Kafka cluster. Kafka keeps them apart with a SCRAM user
+In a workshop (workshop) many learners share one Kafka cluster. Kafka keeps them apart with a SCRAM user
 each and ACLs on the names that start with `<learner>-`; the notebooks, though, write only
 `.option("kafka.bootstrap.servers", bootstrap)`, as they do on a laptop. Two environment variables, set by the
 workshop's spawner, close that gap:
@@ -45,7 +45,7 @@ def kafka_options() -> dict[str, str]:
         text = Path(path).read_text()
     except OSError as exc:
         raise LabError(f"STREAMLAB_KAFKA_OPTIONS={path} cannot be read ({exc.strerror}): ask the instructor to "
-                       "provision your account again (python -m streamlab.workshop add NAME).") from None
+                       "provision your account again (python -m workshop add NAME).") from None
     options = {}
     for line in text.splitlines():
         line = line.strip()

@@ -21,7 +21,7 @@ nodes run the same jars) is made the same way before setup starts the lab's brok
 folder, started with -XX:ArchiveClassesAtExit and stopped once it answers.
 
 Where: `<state folder>/jars/cds/`, because a hub's learners (other Linux accounts) reach `.streamlab/jars` through the
-link in their own state folder, and behind walls `.streamlab/jars` is what is kept (streamlab/workshop/walls.py); the
+link in their own state folder, and behind walls `.streamlab/jars` is what is kept (workshop/walls.py); the
 folder is world-readable, the archives read-only. `STREAMLAB_CDS=off` starts every JVM without an archive (what
 `make bench` compares against).
 """

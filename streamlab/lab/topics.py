@@ -69,7 +69,7 @@ def add_partitions(name: str, total: int, bootstrap: str | None = None) -> None:
 
 
 def _grow_on_hub(url: str, name: str, total: int) -> None:
-    """Ask the hub's partitions service (streamlab/workshop/partitions.py) to grow `name`: a learner on a workshop's
+    """Ask the hub's partitions service (workshop/partitions.py) to grow `name`: a learner on a workshop's
     Kafka may not add partitions herself. A refusal, or a service that does not answer, is one LabError line."""
     import json
     import urllib.error

@@ -17,7 +17,7 @@ def test_without_the_variables_nothing_changes(monkeypatch):
 
 
 def test_the_options_file_gives_spark_and_kafka_python_the_same_credentials(tmp_path, monkeypatch):
-    from streamlab.workshop.kafka import spark_options
+    from workshop.kafka import spark_options
 
     path = tmp_path / "kafka.properties"
     path.write_text("# ada's credentials\n" + "".join(f"{k}={v}\n" for k, v in spark_options("ada", "s3=cr;t").items()))
@@ -42,7 +42,7 @@ def test_a_bad_options_file_names_the_fix(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", ["Ada", "a", "admin", "controller", "ada-1", "x" * 21, ""])
 def test_learner_names_kafka_linux_and_the_hub_all_accept(name):
-    from streamlab.workshop.kafka import check_name
+    from workshop.kafka import check_name
 
     with pytest.raises(LabError, match="cannot be a learner name"):
         check_name(name)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from streamlab.workshop import disks
+from workshop import disks
 
 
 @pytest.mark.parametrize("text, size", [("4G", 4 << 30), ("512M", 512 << 20), ("1.5g", 3 << 29),

@@ -1,4 +1,4 @@
-"""streamlab.workshop.homes, the way root acts inside a learner's home: a link planted at any component of a path is
+"""workshop.homes, the way root acts inside a learner's home: a link planted at any component of a path is
 refused (or, for the file written, replaced), never followed; a file read for collect is the learner's own regular
 file. Runs as any user; the ownership checks need root and skip without it (CI runs as root)."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from streamlab.workshop import homes
+from workshop import homes
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another uid needs root (CI is root)")
 
@@ -154,7 +154,7 @@ def test_a_returning_learner_gets_what_the_course_gained_and_keeps_her_own_work(
     import json
 
     from streamlab.course.variants import student_seed
-    from streamlab.workshop import hub
+    from workshop import hub
 
     course = tmp_path / "course"
     for aid in ("00-setup", "10-new"):

@@ -1,4 +1,4 @@
-"""A learner's server behind its walls (streamlab/workshop/walls.py), without a hub: run as the learner's account in
+"""A learner's server behind its walls (workshop/walls.py), without a hub: run as the learner's account in
 a namespace that shows their home and the course, and nothing else of the workshop or the hidden tests."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from streamlab.lab.broker import free_port
-from streamlab.workshop import walls
+from workshop import walls
 
 PROBE = r"""
 try() { if eval "$2" >/dev/null 2>&1; then echo "$1 allowed"; else echo "$1 refused"; fi; }

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 def test_the_hub_binds_to_localhost_culls_idle_servers_and_asks_the_instructor_to_approve(tmp_path, monkeypatch):
     from traitlets.config import Config
 
-    from streamlab.workshop import hub
+    from workshop import hub
 
     monkeypatch.setattr(hub, "proxy_command", lambda: "/bin/true")
     settings = hub.Settings(root=str(tmp_path), hub_port=18010, instructor="teacher")
@@ -24,11 +24,11 @@ def test_the_hub_binds_to_localhost_culls_idle_servers_and_asks_the_instructor_t
     culler = next(s for s in c.JupyterHub.services if s["name"] == "idle-culler")
     assert "--timeout=2700" in culler["command"]
     server_config = (tmp_path / "server-config" / "jupyter_server_config.json").read_text()
-    assert '"streamlab.workshop.activity": true' in server_config
+    assert '"workshop.activity": true' in server_config
 
 
 def test_a_busy_kernel_counts_as_activity():
-    from streamlab.workshop.activity import busy
+    from workshop.activity import busy
 
     kernels = {"a": SimpleNamespace(execution_state="idle"), "b": SimpleNamespace(execution_state="busy")}
     manager = SimpleNamespace(list_kernel_ids=lambda: list(kernels), get_kernel=kernels.__getitem__)
@@ -38,8 +38,8 @@ def test_a_busy_kernel_counts_as_activity():
 
 
 def test_exports_hold_every_learners_score(tmp_path):
-    from streamlab.workshop import instructor
-    from streamlab.workshop.hub import Settings
+    from workshop import instructor
+    from workshop.hub import Settings
 
     settings = Settings(root=str(tmp_path))
     for aid, rows in {"00-setup": [("ada", "3", "3"), ("bob", "0", "3")], "01-source-internals": [("ada", "7", "10")]}.items():

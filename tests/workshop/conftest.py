@@ -13,7 +13,7 @@ QUOTA = 128 * 1024  # bytes/s each learner may produce on the test room's broker
 @pytest.fixture(scope="session")
 def room():
     from streamlab.lab.broker import free_port
-    from streamlab.workshop import kafka
+    from workshop import kafka
 
     folder = Path(tempfile.mkdtemp(prefix="streamlab-room-"))
     here = kafka.Room(folder, free_port(), free_port())

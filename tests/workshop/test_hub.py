@@ -23,10 +23,10 @@ import pytest
 
 from support import guardian
 from streamlab.lab.broker import free_port
-from streamlab.workshop import instructor
-from streamlab.workshop.__main__ import approve, start, stop
-from streamlab.workshop.client import HubError, Learner
-from streamlab.workshop.hub import Settings
+from workshop import instructor
+from workshop.__main__ import approve, start, stop
+from workshop.client import HubError, Learner
+from workshop.hub import Settings
 
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.timeout(2400)]  # minutes on a machine shared by many runs
 
@@ -83,7 +83,7 @@ def hub(bootstrap):
 STOP_WORKSHOP = """
 root, = args
 if os.path.isdir(root):
-    from streamlab.workshop.__main__ import main
+    from workshop.__main__ import main
     main(["--root", root, "stop", "--remove-accounts"])
     shutil.rmtree(root, ignore_errors=True)
 """
@@ -201,13 +201,13 @@ def _server_port(hub, name: str) -> int:
 
 
 def test_a_learners_server_sees_its_own_home_and_nothing_of_anyone_else(hub, room):
-    """Behind its walls (streamlab/workshop/walls.py), ada's kernel runs as her own account: it reads and writes her
+    """Behind its walls (workshop/walls.py), ada's kernel runs as her own account: it reads and writes her
     home and credentials, and cannot read bob's home or credentials, the hidden tests, the hub's secrets or the
     room's Kafka data, nor change the course's code, whatever folder the course's Python lives in. On a network of
     its own (network.py: the red team's P15), it sees no socket but her server's own, and cannot reach bob's server
     or the hub's proxy API (her Kafka, the hub's API and the partitions service are tried by the next test)."""
-    from streamlab.workshop import network
-    from streamlab.workshop.hub import REPO
+    from workshop import network
+    from workshop.hub import REPO
 
     if os.geteuid() != 0:
         pytest.skip("learners get accounts and walls of their own only on a hub run as root (CI runs it as root)")

@@ -1,7 +1,7 @@
 """Learners on the room's broker cannot touch each other's data, and one learner's flood does not starve another.
 
 Against a real KRaft broker with SCRAM, StandardAuthorizer, prefixed ACLs and a default user quota
-(streamlab.workshop.kafka), through kafka-python clients authenticated as each learner.
+(workshop.kafka), through kafka-python clients authenticated as each learner.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from kafka.errors import KafkaError
 
-from streamlab.workshop import kafka as room_kafka
+from workshop import kafka as room_kafka
 
 pytestmark = pytest.mark.broker
 

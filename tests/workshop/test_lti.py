@@ -25,7 +25,7 @@ import pytest
 import requests
 from lti_platform import LTI, Person, Platform, auto_submitted, new_key
 
-from streamlab.workshop.hub import REPO, Settings, _secret
+from workshop.hub import REPO, Settings, _secret
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -70,8 +70,8 @@ def _ports(n: int, low: int = 28000, high: int = 28099) -> list[int]:
 @pytest.fixture(scope="module")
 def site():
     """The LMS, with the hub registered as its docs say, and the hub, configured for it; both stopped afterwards."""
-    from streamlab.workshop import kafka
-    from streamlab.workshop.__main__ import start, stop
+    from workshop import kafka
+    from workshop.__main__ import start, stop
 
     fields, example = documented()
     assert example["auth"] == "lti"

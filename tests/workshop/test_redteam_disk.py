@@ -17,9 +17,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from streamlab.workshop import disks, hub, instructor, kafka
-from streamlab.workshop.__main__ import stop
-from streamlab.workshop.hub import SYSTEM_PREFIX, Settings
+from workshop import disks, hub, instructor, kafka
+from workshop.__main__ import stop
+from workshop.hub import SYSTEM_PREFIX, Settings
 
 LIMIT_MIB = 64
 LEARNERS = ("rtdmal", "rtdvic")

@@ -24,7 +24,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kafka.errors import KafkaError
 
-from streamlab.workshop import kafka as room_kafka
+from workshop import kafka as room_kafka
 
 REPO = Path(__file__).resolve().parents[2]
 FLOOD = 2500  # connections: far below the test process's file limit, more than a room needs at once
@@ -154,7 +154,7 @@ def _release(pid: int, go: int) -> None:
 @pytest.mark.broker
 def test_one_learner_cannot_hold_the_rooms_connections_and_keep_another_out(room):
     """H6, the part Kafka cannot do: all learners connect from 127.0.0.1, so the broker cannot cap one of them. The
-    kernel caps each account (streamlab/workshop/connections.py): mallory's connections past the cap are refused
+    kernel caps each account (workshop/connections.py): mallory's connections past the cap are refused
     at once, and while she holds hers, victor's account still connects."""
     connections = _connection_cap()
     assert connections.capped(room.folder), "the room's broker started without its connection cap"
@@ -174,8 +174,8 @@ def test_one_learner_cannot_hold_the_rooms_connections_and_keep_another_out(room
 
 
 def _connection_cap():
-    """streamlab.workshop.connections, where this machine can cap (root, nft); else a failure in CI, a skip here."""
-    from streamlab.workshop import connections
+    """workshop.connections, where this machine can cap (root, nft); else a failure in CI, a skip here."""
+    from workshop import connections
 
     why = connections.unavailable()
     if why and os.environ.get("CI") == "true":
@@ -330,7 +330,7 @@ class _FakeHub:
 
 @pytest.fixture(scope="module")
 def partitions_service(room, learners):
-    """The hub's partitions service (streamlab/workshop/partitions.py) as the hub starts it, beside a fake hub API
+    """The hub's partitions service (workshop/partitions.py) as the hub starts it, beside a fake hub API
     that knows mallory's and victor's server tokens; stopped afterwards."""
     import urllib.request
 
@@ -342,7 +342,7 @@ def partitions_service(room, learners):
     url = f"http://127.0.0.1:{free_port()}"
     env = {**os.environ, "JUPYTERHUB_SERVICE_URL": url, "JUPYTERHUB_API_URL": hub.url,
            "JUPYTERHUB_API_TOKEN": "the-service-own-token", "JUPYTERHUB_SERVICE_NAME": "partitions"}
-    service = subprocess.Popen([sys.executable, "-m", "streamlab.workshop.partitions", str(room.folder),
+    service = subprocess.Popen([sys.executable, "-m", "workshop.partitions", str(room.folder),
                                 str(room.port)], env=env, cwd=REPO, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
@@ -563,7 +563,7 @@ print(json.dumps({"pid": os.getpid(), "zombies": zombies, "cgroup": open("/proc/
 
 
 def _walls_or_skip():
-    from streamlab.workshop import walls
+    from workshop import walls
 
     if os.geteuid() != 0 or walls.available() is not None:
         pytest.skip("walls and cgroups need a hub run as root with util-linux (CI runs as root)")
@@ -573,7 +573,7 @@ def _fake_spawner(root: Path, name: str, home: Path | None = None):
     """What WorkshopSpawner's cgroup and pre-exec steps read of a spawner (no hub needed)."""
     import logging
 
-    from streamlab.workshop.hub import Settings
+    from workshop.hub import Settings
 
     return SimpleNamespace(user=SimpleNamespace(name=name), mem_limit=1 << 30, cpu_limit=0.5, _walled=True,
                            log=logging.getLogger("test"), _settings=lambda: Settings(root=str(root)),
@@ -660,8 +660,8 @@ def test_a_walled_server_has_bounded_tasks_cpu_files_private_var_tmp_and_a_reapi
     from concurrent.futures import ThreadPoolExecutor
 
     from streamlab.lab.broker import free_port
-    from streamlab.workshop import walls
-    from streamlab.workshop.hub import FILES, TASKS, WorkshopSpawner
+    from workshop import walls
+    from workshop.hub import FILES, TASKS, WorkshopSpawner
 
     root = Path(tempfile.mkdtemp(prefix="streamlab-limits-"))
     token = f"streamlab-limits-{os.getpid()}-{time.monotonic_ns()}"
@@ -729,7 +729,7 @@ def test_two_hubs_never_share_a_learners_cgroup():
     """Two workshops on one machine, each with a learner `ada`: each hub has her cgroup folders of its own, so one
     hub's limit or stop never touches the other's."""
     _walls_or_skip()
-    from streamlab.workshop.hub import WorkshopSpawner
+    from workshop.hub import WorkshopSpawner
 
     roots = [Path(tempfile.mkdtemp(prefix="streamlab-limits-")) for _ in range(2)]
     made = []

@@ -20,8 +20,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from streamlab.workshop import disks, hub, instructor, kafka
-from streamlab.workshop.hub import SYSTEM_PREFIX, Settings
+from workshop import disks, hub, instructor, kafka
+from workshop.hub import SYSTEM_PREFIX, Settings
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="the holes are root's: run as root (CI is)")
 LEARNERS = ("rtada", "rtbob")
@@ -261,7 +261,7 @@ def test_the_instructor_is_made_at_start_and_no_sign_up_claims_an_admin_name(tmp
 
 
 def test_the_hubs_state_is_root_only_and_the_servers_config_readable(tmp_path):
-    from streamlab.workshop.__main__ import _owner_only
+    from workshop.__main__ import _owner_only
 
     settings = Settings(root=str(tmp_path / "workshop"))
     config = hub.write_config(settings)

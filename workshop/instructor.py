@@ -12,7 +12,7 @@ submitted layout), `grades/<assignment>/{grades.csv,messages.csv,feedback/}`; in
 `feedback/<assignment>/<assignment>.html` and `feedback/<assignment>/grade.txt`.
 
 These commands run as root and the homes are the learners': every read and write there goes through
-streamlab.workshop.homes, which follows no link a learner planted. A collected notebook is the learner's own file or
+workshop.homes, which follows no link a learner planted. A collected notebook is the learner's own file or
 nothing (a linked folder on the way, or someone else's file, is refused and the output says so); a home whose
 `~/feedback` is a link gets no feedback, with a line saying why.
 """
@@ -25,8 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from streamlab.workshop import disks, homes
-from streamlab.workshop.hub import SYSTEM_PREFIX, Settings
+from workshop import disks, homes
+from workshop.hub import SYSTEM_PREFIX, Settings
 
 
 def learners(settings: Settings) -> list[str]:

@@ -18,7 +18,7 @@ SETTING = "streamlab_busy_kernel_last_activity"
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "streamlab.workshop.activity"}]
+    return [{"module": "workshop.activity"}]
 
 
 def busy(kernel_manager) -> bool:

@@ -7,7 +7,7 @@ At a learner's first login the spawner (WorkshopSpawner):
   runs behind walls of its own (walls.py: no other home, no hidden tests, no hub secret or Kafka data in sight);
 - copies the course's student notebooks (`notebooks/`, never `solutions/`) into `~/notebooks` (only once: a
   learner's work is never overwritten);
-- creates the learner's SCRAM user and prefixed ACLs on the room's Kafka (streamlab.workshop.kafka) and writes
+- creates the learner's SCRAM user and prefixed ACLs on the room's Kafka (workshop.kafka) and writes
   their credentials to `~/.streamlab/kafka.properties` (0600), which streamlab.lab.access reads;
 - stores the learner's variant seeds (the ones `grader grade` uses for this learner id), so the numbers in their
   notebooks are the numbers they are graded with.
@@ -16,7 +16,7 @@ home), Spark capped at `STREAMLAB_SPARK_CORES` cores and a `STREAMLAB_SPARK_MEMO
 kernel's cgroups are writable, limits on the whole server (kernels and Spark included): memory, processes and
 threads (pids), and CPU (a CFS quota of `cpu_limit` cores), in cgroup folders named after this hub's root, so two
 hubs on one machine never share a learner's limits; open files and processes are also capped per process (rlimits).
-Root never acts on a path the learner controls: every write into a home goes through streamlab.workshop.homes,
+Root never acts on a path the learner controls: every write into a home goes through workshop.homes,
 which refuses a symlink at any step (the red team's G2-G3).
 """
 from __future__ import annotations
@@ -29,9 +29,9 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from streamlab.workshop import disks, homes
+from workshop import disks, homes
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 SYSTEM_PREFIX = "sl-"
 
@@ -75,7 +75,7 @@ class Settings:
 
     def room(self):
         """The room's Kafka."""
-        from streamlab.workshop.kafka import Room
+        from workshop.kafka import Room
 
         return Room(Path(self.root) / "kafka", self.kafka_port, self.controller_port)
 
@@ -85,7 +85,7 @@ class Settings:
 
 
 def default_root() -> Path:
-    """$STREAMLAB_WORKSHOP_ROOT, else .streamlab/workshop beside the code."""
+    """$STREAMLAB_WORKSHOP_ROOT, else .workshop beside the code."""
     return Path(os.environ.get("STREAMLAB_WORKSHOP_ROOT") or REPO / ".streamlab" / "workshop")
 
 
@@ -119,7 +119,7 @@ def write_config(settings: Settings) -> Path:
         "@jupyter/nbgrader": True, "@jupyterlab/apputils-extension:announcements": True}}, indent=1))
     extensions = {f"nbgrader.server_extensions.{n}": False
                   for n in ("formgrader", "assignment_list", "course_list", "validate_assignment")}
-    extensions["streamlab.workshop.activity"] = True
+    extensions["workshop.activity"] = True
     (folder / "jupyter_server_config.json").write_text(
         json.dumps({"ServerApp": {"jpserver_extensions": extensions}}, indent=1))
     for path in (folder, folder / "labconfig"):
@@ -127,8 +127,8 @@ def write_config(settings: Settings) -> Path:
     for path in (folder / "jupyter_server_config.json", folder / "labconfig" / "page_config.json"):
         os.chmod(path, 0o644)
     config = hub / "jupyterhub_config.py"
-    config.write_text("# Written by python -m streamlab.workshop start; edit workshop.json, not this file.\n"
-                      "from streamlab.workshop.hub import configure\n"
+    config.write_text("# Written by python -m workshop start; edit workshop.json, not this file.\n"
+                      "from workshop.hub import configure\n"
                       f"configure(c, {str(settings.root)!r})\n")
     return config
 
@@ -188,7 +188,7 @@ def configure(c, root: str) -> None:
                                             f"--cull-every={settings.cull_every_s}"]},
         {"name": "instructor", "api_token": token},
         {"name": "partitions", "url": partitions_url, "display": False,
-         "command": [sys.executable, "-m", "streamlab.workshop.partitions", str(settings.room().folder),
+         "command": [sys.executable, "-m", "workshop.partitions", str(settings.room().folder),
                      str(settings.kafka_port)]},
     ]
     c.JupyterHub.load_roles = [
@@ -319,7 +319,7 @@ class WorkshopSpawner(LocalProcessSpawner):
 
     def _prepare(self) -> dict:
         """Make the home, the account, the notebooks, the Kafka user; return the server's extra environment."""
-        from streamlab.workshop import kafka
+        from workshop import kafka
 
         settings = self._settings()
         name = kafka.check_name(self.user.name)
@@ -333,9 +333,9 @@ class WorkshopSpawner(LocalProcessSpawner):
                            "and start the server again") from None
 
     def _fill_home(self, settings: Settings, name: str, home: Path) -> dict:
-        """_prepare's work in the learner's home, as root: every path there through streamlab.workshop.homes,
+        """_prepare's work in the learner's home, as root: every path there through workshop.homes,
         which follows no link the learner planted (a link on the way is refused)."""
-        from streamlab.workshop import kafka
+        from workshop import kafka
 
         unbounded = disks.attach(settings.root, name, home, settings.home_limit)
         if unbounded and os.geteuid() == 0:
@@ -434,7 +434,7 @@ class WorkshopSpawner(LocalProcessSpawner):
         """Prepare the learner (in a thread: it talks to Kafka), then start their server on a port in range."""
         import asyncio
 
-        from streamlab.workshop import walls
+        from workshop import walls
 
         self._extra = await asyncio.get_running_loop().run_in_executor(None, self._prepare)
         self._cgroup = self._make_cgroup()
@@ -460,7 +460,7 @@ class WorkshopSpawner(LocalProcessSpawner):
     def _reaches(self, settings: Settings) -> list[int]:
         """The machine's ports a walled server reaches (network.py): the room's Kafka, the hub's API and the
         partitions service."""
-        from streamlab.workshop import network
+        from workshop import network
 
         return network.ports(settings.room().bootstrap, self.hub.api_url,
                              self.environment.get("STREAMLAB_PARTITIONS_URL", ""))
@@ -577,7 +577,7 @@ class WorkshopLTIAuthenticator(LTI13Authenticator):
     def get_username(self, token):
         """The launch's `username_key` claim (its `sub` when it has none), if the hub can make it a learner."""
         from streamlab.errors import LabError
-        from streamlab.workshop.kafka import check_name
+        from workshop.kafka import check_name
 
         name = super().get_username(token)
         try:
@@ -599,7 +599,7 @@ def accounts_possible() -> bool:
     course's Python and its virtualenv lets others through (and the interpreter run)."""
     if os.geteuid() != 0:
         return False
-    from streamlab.workshop import walls
+    from workshop import walls
 
     if walls.available() is None:
         return True

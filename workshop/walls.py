@@ -30,11 +30,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from grader.sandbox import PRIVATE_TMPFS, blocking, outermost, q
+from grader.sandbox import PRIVATE_TMPFS, blocking, outermost, q, reached
 from grader.sandbox import veil as _veil
-from streamlab.workshop import network
+from workshop import network
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 UNSHARE = ["unshare", "--mount", "--propagation", "private", "--pid", "--net", "--fork", "--kill-child",
            "--mount-proc"]
 # pid 1 of the namespace, as the learner: starts the server, passes it the hub's SIGINT/SIGTERM (hub._signal sends
@@ -81,14 +81,6 @@ def available() -> str | None:
     if done.returncode != 0:
         return f"unshare could not make a mount namespace ({(done.stderr.strip().splitlines() or ['?'])[-1]})"
     return None
-
-
-def reached() -> list[Path]:
-    """What a learner's server runs: the Python installation, the virtualenv, the course, Java."""
-    java = os.environ.get("JAVA_HOME") or (os.path.dirname(os.path.dirname(os.path.realpath(shutil.which("java"))))
-                                            if shutil.which("java") else None)
-    found = [Path(sys.base_prefix), Path(sys.prefix), REPO, *([Path(java)] if java else [])]
-    return [p.resolve() for p in found if p.exists()]
 
 
 def script(*, home: Path, workshop: Path, config: Path, uid: int, gid: int, relays: str) -> str:

@@ -59,7 +59,7 @@ MUTATION_RATE = 10
 # Learners' topics (policy/RoomPolicy.java; topics named admin-* and Kafka's own __* are the admin's, not capped).
 TOPIC_CAPS = {"max.partitions": 32, "max.retention.ms": 7 * 24 * 3600 * 1000, "max.retention.bytes": 256 << 20,
               "max.message.bytes": 1 << 20, "min.segment.bytes": 16 << 20, "min.segment.ms": 3600 * 1000}
-POLICY = "streamlab.workshop.policy.RoomPolicy"
+POLICY = "workshop.policy.RoomPolicy"
 # What a learner may do on names starting with `<name>-` (prefixed ACLs). No ALTER on topics: CreatePartitions needs
 # it and passes neither RoomPolicy hook (K21); the demos' slider grows topics through the hub (partitions.py).
 # Groups and transactional ids: every operation Kafka has for them (Kafka 4's group configs excepted).
@@ -199,7 +199,7 @@ def start(room: Room, timeout: float = 180.0, produce: int = PRODUCE_BYTES_S, fe
         return room.bootstrap
     if probe_one("127.0.0.1", room.port) != "closed":
         raise LabError(f"port {room.port} is taken by another process: stop it or pick another "
-                       "(python -m streamlab.workshop start --kafka-port N)")
+                       "(python -m workshop start --kafka-port N)")
     room.folder.mkdir(parents=True, exist_ok=True)
     classes = _compile_policy(room)
     config = _server_properties(room, policy=classes is not None)
@@ -256,7 +256,7 @@ def _cap_learners(room: Room) -> None:
     connections.py); where the machine cannot, a warning that says what that leaves open and the fix."""
     import sys
 
-    from streamlab.workshop import connections
+    from workshop import connections
 
     why = connections.cap(room.folder, room.port)
     if why:
@@ -301,7 +301,7 @@ def stop(room: Room) -> bool:
     """Stop the room's broker (SIGTERM, then SIGKILL after 15 s); whether it ran."""
     from streamlab.lab.broker import _terminate
 
-    from streamlab.workshop import connections
+    from workshop import connections
 
     pid = running(room)
     if pid:
@@ -385,7 +385,7 @@ def write_options(path: Path, bootstrap: str, user: str, password: str, uid: int
                   gid: int | None = None, home: Path | None = None) -> Path:
     """Write the learner's `kafka.*` options file (0600, owned by the learner when `uid` is given). Root writes it
     without following any link from `home` (default: the file's folder) on: a new file renamed over the old one."""
-    from streamlab.workshop import homes
+    from workshop import homes
 
     if home is None:
         path.parent.mkdir(parents=True, exist_ok=True)

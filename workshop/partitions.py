@@ -11,7 +11,7 @@ small service does the one growth the course needs, with the room's admin creden
 - no faster than Kafka's mutation quota would let her grow it herself (kafka.MUTATION_RATE partitions a second).
 
 The hub starts and stops it (hub.configure: `c.JupyterHub.services`) as
-`python -m streamlab.workshop.partitions KAFKA_FOLDER KAFKA_PORT`, listening on $JUPYTERHUB_SERVICE_URL (127.0.0.1);
+`python -m workshop.partitions KAFKA_FOLDER KAFKA_PORT`, listening on $JUPYTERHUB_SERVICE_URL (127.0.0.1);
 the spawner gives each server its URL as STREAMLAB_PARTITIONS_URL, which streamlab.lab.topics.add_partitions uses.
 """
 from __future__ import annotations
@@ -28,7 +28,7 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from streamlab.workshop import kafka
+from workshop import kafka
 
 MAX_PARTITIONS = 12  # the top of the demos' "topic partitions" slider (streamlab/demo/controls.py)
 MAX_BODY = 1024
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     url = urllib.parse.urlsplit(os.environ.get("JUPYTERHUB_SERVICE_URL", ""))
     api = os.environ.get("JUPYTERHUB_API_URL", "")
     if len(args) != 2 or not args[1].isdigit() or url.hostname != "127.0.0.1" or not url.port or not api:
-        print("usage: python -m streamlab.workshop.partitions KAFKA_FOLDER KAFKA_PORT, started by the hub (it sets "
+        print("usage: python -m workshop.partitions KAFKA_FOLDER KAFKA_PORT, started by the hub (it sets "
               "JUPYTERHUB_SERVICE_URL on 127.0.0.1 and JUPYTERHUB_API_URL)", file=sys.stderr)
         return 2
     room = kafka.Room(Path(args[0]), int(args[1]))

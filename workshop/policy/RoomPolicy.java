@@ -1,4 +1,4 @@
-package streamlab.workshop.policy;
+package workshop.policy;
 
 import java.util.Map;
 
@@ -8,7 +8,7 @@ import org.apache.kafka.server.policy.AlterConfigPolicy;
 import org.apache.kafka.server.policy.CreateTopicPolicy;
 
 /**
- * Caps on the topics learners create on the room's broker (streamlab/workshop/kafka.py compiles and loads it).
+ * Caps on the topics learners create on the room's broker (workshop/kafka.py compiles and loads it).
  *
  * Why: Kafka bounds a user's bytes per second (quotas) but not what one topic may hold or cost the broker: one
  * request could ask for 9,000 partitions (files and memory maps the whole room's broker shares), and a learner could

@@ -1,4 +1,4 @@
-"""`python -m streamlab.workshop start|stop|status|approve|collect|grade|regrade|export` — the instructor's commands."""
+"""`python -m workshop start|stop|status|approve|collect|grade|regrade|export` — the instructor's commands."""
 from __future__ import annotations
 
 import argparse
@@ -10,8 +10,8 @@ from pathlib import Path
 
 from streamlab.errors import LabError
 from streamlab.lab.machine import interrupt_on_termination
-from streamlab.workshop import disks
-from streamlab.workshop.hub import VENV_BIN, Settings, default_root, write_config
+from workshop import disks
+from workshop.hub import VENV_BIN, Settings, default_root, write_config
 
 
 def _settings(args) -> Settings:
@@ -42,11 +42,11 @@ def start(settings: Settings, timeout: float = 120.0) -> subprocess.Popen:
     """Start the room's Kafka and JupyterHub (which starts its proxy and the idle culler); return the hub process."""
     import urllib.request
 
-    from streamlab.workshop import kafka
-    from streamlab.workshop.hub import _secret
+    from workshop import kafka
+    from workshop.hub import _secret
 
     if hub_pid(settings):
-        raise LabError(f"a hub already runs for {settings.root}: python -m streamlab.workshop stop")
+        raise LabError(f"a hub already runs for {settings.root}: python -m workshop stop")
     try:
         disks.size_of(settings.home_limit)
     except ValueError as exc:
@@ -116,7 +116,7 @@ def _tail(path: Path) -> str:
 def stop(settings: Settings, remove_accounts: bool = False) -> list[str]:
     """Stop the hub (it stops every learner's server and its proxy), then the room's Kafka; say what stopped."""
     from streamlab.lab.broker import _terminate
-    from streamlab.workshop import kafka
+    from workshop import kafka
 
     done = []
     pid = hub_pid(settings)
@@ -138,7 +138,7 @@ def stop(settings: Settings, remove_accounts: bool = False) -> list[str]:
     if unmounted:
         done.append(f"{len(unmounted)} learners' home file systems (unmounted; their images keep the work)")
     if remove_accounts and os.geteuid() == 0:
-        from streamlab.workshop.hub import remove_accounts as remove
+        from workshop.hub import remove_accounts as remove
 
         done += [f"account {name}" for name in remove(settings.root)]
     return done
@@ -162,9 +162,9 @@ def approve(settings: Settings, names: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m streamlab.workshop", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m workshop", description=__doc__)
     parser.add_argument("--root", help="the workshop's folder (default $STREAMLAB_WORKSHOP_ROOT or "
-                                       ".streamlab/workshop)")
+                                       ".workshop)")
     sub = parser.add_subparsers(dest="command", required=True)
     st = sub.add_parser("start", help="start the room's Kafka and JupyterHub on 127.0.0.1; Ctrl-C stops both")
     st.add_argument("--hub-port", type=int)
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "stop":
             print("stopped: " + (", ".join(stop(settings, args.remove_accounts)) or "nothing was running"))
         elif args.command == "status":
-            from streamlab.workshop import kafka
+            from workshop import kafka
 
             pid = hub_pid(settings)
             print(f"hub      {'pid ' + str(pid) if pid else 'not running'} ({settings.root})")
@@ -227,24 +227,24 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "approve":
             print("approved: " + (", ".join(approve(settings, args.names)) or "nobody (no such sign-up)"))
         elif args.command == "collect":
-            from streamlab.workshop.instructor import collect
+            from workshop.instructor import collect
 
             found = collect(settings, args.assignment)
             for name, path in found.items():
                 print(f"{name:<20} {path or found.why.get(name, 'no notebook')}")
         elif args.command == "grade":
-            from streamlab.workshop.instructor import grade
+            from workshop.instructor import grade
 
             grade(settings, args.assignment, args.workers, args.timeout)
         elif args.command == "regrade":
             from grader.grading import _num
-            from streamlab.workshop.instructor import regrade
+            from workshop.instructor import regrade
 
             r = regrade(settings, args.assignment, args.learner, None)
             print(f"{r.student:<16} {r.assignment:<24} "
                   f"{r.error or (_num(r.score) + ' / ' + _num(r.max_score))}")
         elif args.command == "export":
-            from streamlab.workshop.instructor import export
+            from workshop.instructor import export
 
             out = args.out or Path(settings.root) / f"grades-{args.format}.csv"
             print(f"wrote {export(settings, out, args.format)}")

@@ -9,7 +9,7 @@ limit fails in her own home with "No space left on device"; the machine and ever
 
 - The image is made only for a home that does not exist yet (or is empty): a home made before the hub had this is
   left as it was, unbounded, and `attach` says so in one line.
-- Homes stay mounted while the hub runs; `python -m streamlab.workshop stop` unmounts them (`detach_all`), and the
+- Homes stay mounted while the hub runs; `python -m workshop stop` unmounts them (`detach_all`), and the
   instructor's commands that read or write homes after that (collect, grade, regrade) mount the ones they need for
   their run (`mounted`). The images keep the learners' work across hub restarts and machine reboots.
 - Where the hub is not root, or the machine has no loop devices (a container without them) or no `mkfs.ext4`
