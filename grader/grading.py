@@ -54,12 +54,13 @@ class Result:
 
 def read_submission(path: Path, assignment_id: str | None = None, source: Path = SOURCE):
     """Validate a learner's file: (assignment id, parsed notebook), or GraderError naming the problem."""
-    if not source.is_dir():
-        raise GraderError(f"this copy of the course has no hidden tests ({source.name}/ is not here: a graded "
-                          "cohort's copy): your instructor grades it; the ✓/✗ lines under each exercise are your "
-                          "visible checks")
-    known = assignments(source)
-    expected = ", ".join(f"{a}.ipynb" for a in known) or f"none yet: {source} is empty"
+    known = assignments(source) if source.is_dir() else []
+    if not known:  # a cohort's copy has no solutions/; behind a hub's walls it is an empty folder
+        where = ("is not here: a graded cohort's copy" if not source.is_dir() else
+                 "is empty here: on a workshop's hub the hidden tests stay with your instructor")
+        raise GraderError(f"this copy of the course has no hidden tests ({source.name}/ {where}): your instructor "
+                          "grades it; the ✓/✗ lines under each exercise are your visible checks")
+    expected = ", ".join(f"{a}.ipynb" for a in known)
     if not path.exists():
         raise GraderError(f"{path} does not exist")
     if path.is_dir():
