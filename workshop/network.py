@@ -102,6 +102,7 @@ sys.exit(code if code >= 0 else 128 - code)
 # machine's listening socket on fd IN_FD and the socket pair on CONTROL_FD; returns once every port listens.
 INSIDE = r"""
 import asyncio, fcntl, json, os, socket, struct, sys, threading
+import concurrent.futures.thread  # loaded now, as root: what asks for sockets later runs as the learner
 config = json.loads(sys.argv[1])
 probe = socket.socket()  # the namespace's loopback starts down: up, as `ip link set lo up` would
 flags = struct.unpack("16sH14s", fcntl.ioctl(probe, 0x8913, struct.pack("16sH14s", b"lo", 0, b"")))[1]
@@ -152,7 +153,7 @@ async def pipe(reader, writer):
 async def bridge(reader, writer, opened):
     try:
         other_reader, other_writer = await opened
-    except OSError:
+    except Exception:  # refused, or the relay to the machine is gone: the client sees its connection closed
         writer.close()
         return
     await asyncio.gather(pipe(reader, other_writer), pipe(other_reader, writer))
