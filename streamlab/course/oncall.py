@@ -8,7 +8,8 @@ the tools of modules 2, 3, 4 and 7, then applies a fix she writes herself: the r
 her own idempotent write function, the retention and failOnDataLoss she chooses. Each act is then graded by the
 system's state afterwards, never by a stored answer:
 
-- act 1: the lag on the log falls below the pager's bound (4 s of input) within a minute and stays there;
+- act 1: the lag on the log (past 8 s of input when the pager fires) falls below the pager's bound (4 s of
+  input) within a minute and stays there;
 - act 2: after further crashes and replays, every record since the fix is in the sink's table exactly once;
 - act 3: after an 8-second pause of the query (a deploy), no record since the fix is missing from the sink, or
   the query failed loudly instead of skipping them.
@@ -29,6 +30,7 @@ from streamlab.errors import LabError, first_line
 from . import incidents
 
 LAG_SECONDS = 4  # act 1: the pager's bound on the lag on the log, in seconds of input
+ALERT_SECONDS = 8  # act 1: the pager fires when the lag on the log passes this many seconds of input
 DOWN_WITHIN_S = 60.0  # act 1: the lag must be under the bound this soon after the restart
 HOLD_S = 10.0  # act 1: ... and stay under it this long
 REPLAY_WITHIN_S = 45.0  # act 2: wait this long for a crash and its replay after the fix
@@ -77,6 +79,8 @@ def start(act: int, spark, bootstrap: str, seed: int | None = None, timeout: flo
     _current.append(running)
     try:
         incident.wait_for_symptom(timeout)  # the pager goes off when something shows, not before
+        if act == 1:  # ... and for lag, when it crosses the alert's threshold: a fix has a backlog to drain
+            _wait_for_lag(incident, ALERT_SECONDS * _rate(incident), timeout)
     except BaseException:
         running.stop()
         raise
@@ -240,11 +244,12 @@ class Act:
         if down_at is None:
             return 0, (f"lag on the log {before:,} → {lags[-1] if lags else before:,} records after {within:.0f} s; "
                        f"the pager's bound is {bound:,} ({LAG_SECONDS} s of input)")
-        after = lags[-int(HOLD_S / 0.5):]
-        held = max(after) <= bound
+        after = sorted(lags[-int(HOLD_S / 0.5):])
+        # one slow batch on a busy laptop may lift one reading; a cap below the rate lifts them all, for good
+        held = after[len(after) // 2] <= bound and min(lags[-4:]) <= bound
         return 1 + int(held), (f"lag on the log {before:,} → under {bound:,} after {down_at - fixed:.0f} s; "
-                               f"the {HOLD_S:.0f} s after: at most {max(after):,} records"
-                               + ("" if held else " (over the bound again: the cap is too tight)"))
+                               f"the {HOLD_S:.0f} s after: median {after[len(after) // 2]:,}, at most {after[-1]:,} "
+                               "records" + ("" if held else " (over the bound again: the cap is too tight)"))
 
     def _fix_2(self, write=None, within: float = REPLAY_WITHIN_S) -> tuple[int, str]:
         from streamlab.observe import checkpoint as ck
@@ -430,6 +435,16 @@ def _data_loss(inc) -> bool:
     except Exception:
         return False
     return any(mark in text for mark in ("KAFKA_DATA_LOSS", "failOnDataLoss", "Could not read records in offset"))
+
+
+def _wait_for_lag(inc, records: int, timeout: float) -> None:
+    """Wait until the lag on the log passes `records` (TimeoutError naming the last reading)."""
+    deadline = time.monotonic() + timeout
+    while (lag := inc._log_lag()) <= records:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the lag on the log stayed at {lag:,} records, under the alert's {records:,}")
+        inc._check_query()
+        time.sleep(0.5)
 
 
 def _wait_batches(inc, n: int, timeout: float) -> str:
