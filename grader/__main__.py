@@ -83,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
             release(args.out.resolve(), args.source.resolve())
         elif args.command == "check":
             from .grading import check, read_submission, table
+            from .notebook import HUB_CHECKS, check_on_hub
 
+            if os.environ.get(HUB_CHECKS) and args.source == SOURCE and not args.assignment:  # on a workshop's hub
+                return check_on_hub(args.notebook, os.environ[HUB_CHECKS])
             read_submission(args.notebook, args.assignment, args.source.resolve())  # fail fast, one line
             print(f"checking {args.notebook} with the hidden tests (your file is not changed) …", flush=True)
             if not os.environ.get("STREAMLAB_JUST_SAVED"):

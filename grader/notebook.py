@@ -47,6 +47,8 @@ def check(target: str | os.PathLike | None = None, timeout: int | None = None,
         print(f"Grading the last saved version of {path.name} (save first: Ctrl-S) …", flush=True)
     else:
         print("Grading it with the hidden tests in a fresh kernel (a minute or two) …", flush=True)
+    if os.environ.get(HUB_CHECKS) and source is None:
+        return check_on_hub(path, os.environ[HUB_CHECKS])
     cmd = [sys.executable, "-m", "grader"] + (["--source", str(source)] if source else []) + ["check", str(path)]
     if timeout:
         cmd += ["--timeout", str(timeout)]
@@ -60,6 +62,48 @@ def check(target: str | os.PathLike | None = None, timeout: int | None = None,
     else:
         print()
     return done.returncode
+
+
+HUB_CHECKS = "STREAMLAB_CHECK_URL"  # set by a workshop hub's spawner: its checks service (workshop/checks.py)
+HUB_CHECK_WAIT_S = 1800  # a room's checks queue for the hub's few grading slots
+
+
+def check_on_hub(path: Path, url: str) -> int:
+    """Check my work on a workshop's hub: the hub grades the saved notebook (the hidden tests stay with it, out of
+    this server's sight) and answers the table; the score goes into this learner's progress as a local check's."""
+    import json
+    import urllib.error
+    import urllib.request
+    from types import SimpleNamespace
+
+    aid = path.stem
+    if path.resolve() != (Path.home() / "notebooks" / aid / f"{aid}.ipynb").resolve():
+        print(f"⚠ The hub grades notebooks/{aid}/{aid}.ipynb in your home, not {path}: your answers must be there.")
+    request = urllib.request.Request(url.rstrip("/") + "/", data=json.dumps({"assignment": aid}).encode(),
+                                     method="POST", headers={"Content-Type": "application/json", "Authorization":
+                                                             f"token {os.environ.get('JUPYTERHUB_API_TOKEN', '')}"})
+    try:
+        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request,
+                                                                             timeout=HUB_CHECK_WAIT_S) as answer:
+            got = json.load(answer)
+    except urllib.error.HTTPError as exc:
+        try:
+            said = json.load(exc).get("error") or exc.reason
+        except ValueError:
+            said = exc.reason
+        print(f"⚠ the hub did not grade it: {said}")
+        return 1
+    except (OSError, ValueError) as exc:
+        print(f"⚠ the hub's checks service did not answer ({exc}): tell your instructor")
+        return 1
+    print(got["table"])
+    print(f"feedback: {got['feedback']} (in your home)")
+    from .progress import record
+
+    record(SimpleNamespace(graded=got["graded"], assignment=aid, score=got["score"], max_score=got["max"],
+                           exercises=[SimpleNamespace(grade_id=g, points=p, max_points=m)
+                                      for g, p, m in got["exercises"]]))
+    return 0
 
 
 SAVE_WAIT_S = 10.0

@@ -57,6 +57,7 @@ class Settings:
     cull_every_s: int = 300
     activity_interval_s: int = 60
     partitions_port: int = 0  # the hub's partitions service (partitions.py) on 127.0.0.1; 0: a free one each start
+    checks_port: int = 0  # the hub's checks service (checks.py: learners' Check my work); 0: a free one each start
     lti: dict = field(default_factory=dict)
 
     def save(self) -> Path:
@@ -160,8 +161,10 @@ def configure(c, root: str) -> None:
     from streamlab.lab.broker import free_port
 
     partitions_url = f"http://127.0.0.1:{settings.partitions_port or free_port()}"
+    # Learners' Check my work: their walls hide the hidden tests, so the hub's checks service grades for them.
+    checks_url = f"http://127.0.0.1:{settings.checks_port or free_port()}"
     c.Spawner.environment = {"JUPYTERHUB_ACTIVITY_INTERVAL": str(settings.activity_interval_s),
-                             "STREAMLAB_PARTITIONS_URL": partitions_url}
+                             "STREAMLAB_PARTITIONS_URL": partitions_url, "STREAMLAB_CHECK_URL": checks_url}
     c.Authenticator.admin_users = {settings.instructor}
     if settings.auth == "lti":
         c.JupyterHub.authenticator_class = WorkshopLTIAuthenticator
@@ -190,6 +193,11 @@ def configure(c, root: str) -> None:
         {"name": "partitions", "url": partitions_url, "display": False,
          "command": [sys.executable, "-m", "workshop.partitions", str(settings.room().folder),
                      str(settings.kafka_port)]},
+        {"name": "checks", "url": checks_url, "display": False,
+         "command": [sys.executable, "-m", "workshop.checks", str(Path(root).resolve())],
+         # grading as the instructor's commands grade: their lab broker, Java and lab settings (JupyterHub passes a
+         # service only a few of the hub's variables)
+         "environment": {k: v for k, v in os.environ.items() if k.startswith("STREAMLAB_") or k == "JAVA_HOME"}},
     ]
     c.JupyterHub.load_roles = [
         {"name": "idle-culler", "services": ["idle-culler"],
@@ -458,12 +466,13 @@ class WorkshopSpawner(LocalProcessSpawner):
     _walled = False
 
     def _reaches(self, settings: Settings) -> list[int]:
-        """The machine's ports a walled server reaches (network.py): the room's Kafka, the hub's API and the
-        partitions service."""
+        """The machine's ports a walled server reaches (network.py): the room's Kafka, the hub's API, and its
+        partitions and checks services."""
         from workshop import network
 
         return network.ports(settings.room().bootstrap, self.hub.api_url,
-                             self.environment.get("STREAMLAB_PARTITIONS_URL", ""))
+                             self.environment.get("STREAMLAB_PARTITIONS_URL", ""),
+                             self.environment.get("STREAMLAB_CHECK_URL", ""))
 
     async def _signal(self, sig):
         """Behind walls, SIGINT and SIGTERM go to the namespace's pid 1, the reaper (walls.py), which passes them

@@ -92,20 +92,43 @@ def grade(settings: Settings, assignment: str, workers: int | None = None, timeo
     return results
 
 
-def regrade(settings: Settings, assignment: str, learner: str, timeout: int | None = None,
-            source: Path | None = None) -> object:
-    """Grade one learner's current notebook again and replace their rows in grades.csv and messages.csv."""
+class NotCollected(Exception):
+    """A learner's notebook that cannot be graded: none there, or not her own file (the one line says which)."""
+
+
+def _grade_one(settings: Settings, assignment: str, learner: str, tmp: Path, timeout: int | None,
+               source: Path | None):
+    """Collect and grade one learner's notebook in `tmp` (its results in tmp/out); the result, or NotCollected."""
     from grader.cohort import grade_cohort
     from grader.course import SOURCE
 
+    found = collect(settings, assignment, only=[learner], into=tmp / "in")
+    if not found.get(learner):
+        raise NotCollected(f"{learner}: {found.why.get(learner) or 'no notebook'}")
+    with _hiding(settings):
+        (result,) = grade_cohort(tmp / "in", tmp / "out", 1, timeout, quiet=True, source=source or SOURCE)
+    return result
+
+
+def check(settings: Settings, assignment: str, learner: str, timeout: int | None = None,
+          source: Path | None = None) -> object:
+    """A learner's own Check my work on the hub (checks.py): grade her saved notebook, hand her the feedback page,
+    return the result. The room's grades.csv is the instructor's and stays as it is."""
+    with tempfile.TemporaryDirectory(prefix="streamlab-check-") as tmp:
+        result = _grade_one(settings, assignment, learner, Path(tmp), timeout, source)
+        _hand_back(settings, assignment, [result], Path(tmp) / "out")
+    return result
+
+
+def regrade(settings: Settings, assignment: str, learner: str, timeout: int | None = None,
+            source: Path | None = None) -> object:
+    """Grade one learner's current notebook again and replace their rows in grades.csv and messages.csv."""
     out = Path(settings.root) / "grades" / assignment
     with tempfile.TemporaryDirectory(prefix="streamlab-regrade-") as tmp:
-        found = collect(settings, assignment, only=[learner], into=Path(tmp) / "in")
-        if not found.get(learner):
-            raise SystemExit(f"error: {learner}: {found.why.get(learner) or 'no notebook'}")
-        with _hiding(settings):
-            (result,) = grade_cohort(Path(tmp) / "in", Path(tmp) / "out", 1, timeout, quiet=True,
-                                     source=source or SOURCE)
+        try:
+            result = _grade_one(settings, assignment, learner, Path(tmp), timeout, source)
+        except NotCollected as exc:
+            raise SystemExit(f"error: {exc}") from None
         for name in ("grades.csv", "messages.csv"):
             _merge_rows(out / name, Path(tmp) / "out" / name, learner)
         feedback = Path(tmp) / "out" / "feedback" / learner

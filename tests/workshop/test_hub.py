@@ -184,7 +184,8 @@ def sockets():
                     for line in open(name).read().splitlines()[1:] if line.split()[3] == "0A"}})
 
 
-given = [os.environ[name] for name in ("KAFKA_BOOTSTRAP", "JUPYTERHUB_API_URL", "STREAMLAB_PARTITIONS_URL")]
+given = [os.environ[name] for name in ("KAFKA_BOOTSTRAP", "JUPYTERHUB_API_URL", "STREAMLAB_PARTITIONS_URL",
+                                       "STREAMLAB_CHECK_URL")]
 print(json.dumps({{"uid": os.getuid(), "sockets": sockets(), "given": given,
                   **{{what: attempt(run) for what, run in tries.items()}}}}))
 """
@@ -205,7 +206,8 @@ def test_a_learners_server_sees_its_own_home_and_nothing_of_anyone_else(hub, roo
     home and credentials, and cannot read bob's home or credentials, the hidden tests, the hub's secrets or the
     room's Kafka data, nor change the course's code, whatever folder the course's Python lives in. On a network of
     its own (network.py: the red team's P15), it sees no socket but her server's own, and cannot reach bob's server
-    or the hub's proxy API (her Kafka, the hub's API and the partitions service are tried by the next test)."""
+    or the hub's proxy API (her Kafka, the hub's API, the partitions and the checks services are tried by later
+    tests)."""
     from workshop import network
     from workshop.hub import REPO
 
@@ -220,7 +222,7 @@ def test_a_learners_server_sees_its_own_home_and_nothing_of_anyone_else(hub, roo
         kernel.close()
     assert seen.pop("uid") != 0, "ada's kernel runs as root"
     sockets, given = seen.pop("sockets"), network.ports(*seen.pop("given"))
-    assert len(given) == 3 and hub.kafka_port in given and hub.hub_api_port in given
+    assert len(given) == 4 and hub.kafka_port in given and hub.hub_api_port in given
     strangers = {port for port, held in sockets if not held}  # the relay's ports: its files are not hers to read
     assert strangers == set(given), f"ada sees listening sockets not hers nor her relay's: {strangers} ({sockets})"
     assert {hub.hub_port, hub.proxy_api_port, _server_port(hub, "bob")}.isdisjoint(p for p, _ in sockets)
@@ -328,3 +330,37 @@ def test_the_instructor_grades_the_room_regrades_one_and_exports(hub, room):
     assert by_login["ada"] == ["3", "2"] and by_login["dee"] == ["", "0"], by_login
     moodle = list(csv.reader(instructor.export(hub, Path(hub.root) / "moodle.csv", "moodle").open()))
     assert moodle[0] == ["username", "00-setup", FIXTURE] and {r[0]: r[1:] for r in moodle[1:]}["bob"] == ["", "2"]
+
+
+CHECK = """
+import os
+from grader.notebook import check
+from grader.progress import load
+code = check(os.path.expanduser("~/notebooks/{aid}/{aid}.ipynb"))
+print("code", code, "progress", load().get("{aid}", {{}}).get("score"))
+"""
+
+
+def test_a_learner_s_check_my_work_is_graded_by_the_hub(hub, room):
+    """Her walls hide the hidden tests, so her Check my work asks the hub's checks service (workshop/checks.py),
+    which grades her saved 00-setup (handed in right by the test above) and answers the table her laptop would
+    print; the score lands in her progress and her feedback folder, never in the instructor's grades.csv. What is
+    not a module of the course is refused in one line."""
+    grades = (Path(hub.root) / "grades" / "00-setup" / "grades.csv").read_text()
+    (hub.home("ada") / "feedback" / "00-setup" / "grade.txt").unlink()
+    kernel = room["ada"].kernel()
+    try:
+        said = kernel.text(CHECK.format(aid="00-setup"), timeout=900)
+    finally:
+        kernel.close()
+    assert "score: 3 / 3" in said and "feedback: feedback/00-setup/00-setup.html" in said, said
+    assert said.rstrip().endswith("code 0 progress 3.0"), said
+    assert (hub.home("ada") / "feedback" / "00-setup" / "grade.txt").read_text() == "00-setup: 3 / 3\n"
+    assert (Path(hub.root) / "grades" / "00-setup" / "grades.csv").read_text() == grades
+    kernel = room["bob"].kernel()
+    try:
+        said = kernel.text(CHECK.format(aid=FIXTURE), timeout=120)
+    finally:
+        kernel.close()
+    assert f"⚠ the hub did not grade it: '{FIXTURE}' is not an assignment of this course" in said, said
+    assert said.rstrip().endswith("code 1 progress None"), said
