@@ -59,7 +59,7 @@ ACTS = {
              "every record since your fix in the table exactly once, through further crashes"),
     3: Story("retention-gap", "Orders gone",
              "03:05. Finance says some orders never reached the ledger. The job shows no error.",
-             f"after a {PAUSE_S:.0f} s pause of the query, no record since your fix missing from the sink, "
+             f"after a pause of {PAUSE_S:.0f} s of the query, no record since your fix missing from the sink, "
              "or the query stops loudly instead of skipping them"),
 }
 
@@ -362,10 +362,10 @@ class Act:
                        f"(rows read: {len(ids)})")
         if loud:
             return 1, ("the query stopped loudly on the gap (nothing skipped in silence), but records were deleted "
-                       f"before it read them: retention is shorter than a {PAUSE_S:.0f} s pause")
+                       f"before it read them: retention is shorter than a pause of {PAUSE_S:.0f} s")
         if not ids:
             return 0, "no record reached the sink since your fix"
-        return 1 + int(strict), (f"{len(ids)} records since your fix, none missing after a {PAUSE_S:.0f} s pause"
+        return 1 + int(strict), (f"{len(ids)} records since your fix, none missing after a pause of {PAUSE_S:.0f} s"
                                  + ("; failOnDataLoss=true would stop the query on a gap" if strict
                                     else "; but failOnDataLoss=false would still skip a gap in silence"))
 

@@ -1,8 +1,9 @@
 """The on-call night (streamlab.course.oncall, solutions/ONCALL.ipynb): the page, run top to bottom in a kernel
 with a learner's own fixes in its three fix cells, scores 6/6 on the live pipelines and keeps the night in the
 history; fixes that change nothing or too little (the same cap, a cap under the rate, tonight's append, a no-op
-write, failOnDataLoss left false) score 0 for their act on the same live pipelines; untouched fix cells score 0
-at once, without a wait. Each act's time to its symptom and to its grade is printed for the issue's note."""
+write, failOnDataLoss left false) score 0 for their act on the same live pipelines, failOnDataLoss=true alone 1
+(the query fails loudly, records are still lost); untouched fix cells score 0 at once, without a wait. Each
+act's time to its symptom and to its grade is printed for the issue's note."""
 from __future__ import annotations
 
 import json
@@ -125,9 +126,12 @@ def test_fixes_that_change_nothing_score_0(spark, bootstrap, history, capsys):
         left = act.fix(options={"failOnDataLoss": "false"})
         assert left["points"] == 0, left
         lines.append(f"act 3, failOnDataLoss left false: {left['evidence']}")
+        loud = act.fix(options={"failOnDataLoss": "true"})  # half a fix: loud, but retention still 1 s
+        assert loud["points"] == 1 and "loudly" in loud["evidence"], loud
+        lines.append(f"act 3, failOnDataLoss=true alone: 1 point, {loud['evidence']}")
     finally:
         said = act.stop()
-    assert oncall.score()["total"] == 0
+    assert oncall.score()["total"] == 1  # act 3's last fix, the loud half
     assert not spark.streams.active
     assert not set(act.incident.topics) & set(list_topics(bootstrap)), said
     with capsys.disabled():
