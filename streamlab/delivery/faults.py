@@ -73,7 +73,7 @@ def crash_targets(point: str, ranges: dict, rng: random.Random, last: bool = Fal
     last such partition, which a driver reading the batch partition by partition reaches last)."""
     if point == "before write":
         return [(p, start) for p, (start, _) in ranges.items()]
-    if point == "mid write":
+    if point == "mid write" and ranges:
         wide = [p for p, (s, e) in ranges.items() if e - s > 1] or list(ranges)
         partition = wide[-1] if last else rng.choice(wide)
         start, end = ranges[partition]
@@ -387,7 +387,9 @@ class CrashingSinks:
 
         df = batch_df.selectExpr("topic", "partition", "offset", "cast(cast(value AS string) AS long) AS id")
         point = None
-        if self.every and batch_id % self.every == 0 and batch_id not in self._crashed:
+        # An empty batch (the query's first, before the producer's records arrive) has nothing to crash: the next
+        # batch due with records crashes instead (an empty one failed with IndexError, which stopped the demo).
+        if self.every and batch_id % self.every == 0 and batch_id not in self._crashed and not df.isEmpty():
             self._crashed.add(batch_id)
             point = self.point if self.point in POINTS else self.rng.choice(POINTS)
         victim = self.rng.randrange(len(self.sinks)) if point == "mid write" else None

@@ -394,7 +394,7 @@ class LiveDemo(Controls, LiveLoop):
     def figure(self):
         """Spark UI's charts of this demo on one time axis, as a matplotlib Figure."""
         title = self.title or f"topic {self.topic}"
-        return figure({title: self}, charts=(*self.charts, *self.panels),
+        return figure({title: self}, charts=tuple(dict.fromkeys((*self.charts, *self.panels))),  # a panel named once
                       title=f"{title}\n{settings_text(self._settings.as_dict())}", lag_lines=self.lag_lines)
 
     def png(self) -> bytes:

@@ -120,26 +120,63 @@ def data_files(path) -> int:
     return sum(1 for f in Path(path).glob("*.parquet"))
 
 
+def _commits(path):
+    """The table's commits from its log, oldest first: each a list of its actions (JSON objects)."""
+    log = Path(path) / "_delta_log"
+    for commit in sorted(log.glob("[0-9]*.json")) if log.is_dir() else []:
+        yield [json.loads(line) for line in commit.read_text().splitlines() if line.strip()]
+
+
+def listed_files(path) -> int:
+    """The data files the table's current version lists: every `add` in its log not `remove`d since. (Its log's
+    commits, read as files: no Spark job per count, which a live demo's every batch would pay for.)"""
+    listed: set[str] = set()
+    for actions in _commits(path):
+        for action in actions:
+            if "add" in action:
+                listed.add(action["add"]["path"])
+            elif "remove" in action:
+                listed.discard(action["remove"]["path"])
+    return len(listed)
+
+
+def compactions(path) -> int:
+    """The table's auto-compaction commits (`OPTIMIZE` with auto=true in its commitInfo)."""
+    return sum(1 for actions in _commits(path) for action in actions
+               if action.get("commitInfo", {}).get("operation") == "OPTIMIZE"
+               and action["commitInfo"].get("operationParameters", {}).get("auto") in ("true", True))
+
+
+AUTO_COMPACT_FILES = 8  # auto-compaction's threshold in the demo (Delta's default, 50, is 25 batches of 2 files)
+
+
 class SmallFilesDemo(LiveDemo):
     """The small-files problem, live: every micro-batch of `topic` is appended to the Delta table at `path` (one
-    commit, at least one Parquet file each), and a panel plots the table's data files over time. The trigger
-    interval and the producer rate are on sliders: a short trigger writes many small files, a long one few larger
-    ones, at the same rate."""
+    commit, at least one Parquet file each), and a panel plots the files the table lists over time. The trigger
+    interval, the producer rate and the cap are on sliders: a short trigger writes many small files, a long one few
+    larger ones, at the same rate; the cap changes rows per batch, not files. With `auto_compact` the table is made
+    with `delta.autoOptimize.autoCompact=true` and Delta's threshold at AUTO_COMPACT_FILES small files (a session
+    setting: only tables with that property compact), so the count climbs and folds back after a write."""
 
     def __init__(self, spark, topic: str, path, rate: int = 200, trigger_seconds: float = 1.0,
-                 duration: float = 20.0):
+                 duration: float = 20.0, auto_compact: bool = False):
         self.path = str(path)
         self.files: list[tuple[float, int]] = []
-        panel = Panel("data files in the Delta table", "files", self._draw)
+        if auto_compact:
+            spark.conf.set("spark.databricks.delta.autoCompact.minNumFiles", str(AUTO_COMPACT_FILES))
+            spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{self.path}` (partition INT, offset BIGINT, json STRING) "
+                      "USING delta TBLPROPERTIES ('delta.autoOptimize.autoCompact' = 'true')")
+        panel = Panel("data files the Delta table lists", "files", self._draw)
         super().__init__(spark, topic, rate=rate, trigger_seconds=trigger_seconds, duration=duration,
-                         starting_offsets="latest", controls=("rate", "trigger"), on_batch=self._append,
+                         starting_offsets="latest", controls=("rate", "cap", "trigger"), on_batch=self._append,
                          charts=("rows", "files"), panels={"files": panel}, status=self._status,
-                         title="every batch appended to Delta: one commit, new files")
+                         title=("every batch appended, auto-compaction on: small files folded after a write"
+                                if auto_compact else "every batch appended to Delta: one commit, new files"))
 
     def _append(self, batch_df, batch_id: int) -> None:
         batch_df.selectExpr("partition", "offset", "cast(value AS string) AS json").write.format("delta") \
             .mode("append").save(self.path)
-        self.files.append((self.now(), data_files(self.path)))
+        self.files.append((self.now(), listed_files(self.path)))
 
     def _draw(self, ax, demo, shift) -> None:
         xs = [t + shift for t, _ in self.files]

@@ -219,6 +219,16 @@ def test_a_panel_of_its_own_is_drawn_under_spark_uis_on_the_same_axis(extended):
     assert fig.axes[-1].get_title(loc="left") == "my panel"
 
 
+def test_a_panel_also_named_in_charts_is_drawn_once(extended):
+    """Module 10's small-files demo names its panel in `charts` to place it: it drew an empty axis above it."""
+    d = extended
+    d.charts = ("rows", "own")
+    d.add_event(fake_progress(0, {0: 10}, {0: 10}, topic="a"), 1.0, latest={"ays:0": 10, "bees:0": 0})
+    fig = d.figure()
+    assert [ax.get_title(loc="left") for ax in fig.axes][1:] == ["my panel"] and len(fig.axes) == 2, \
+        [ax.get_title(loc="left") for ax in fig.axes]
+
+
 # -- issue 17.6 and 16.1: knobs refused by name, a script that yields, sliders that never show a value not used ----
 
 def test_a_bad_cap_rate_or_trigger_is_refused_at_once_naming_the_knob():

@@ -27,6 +27,7 @@ def test_crash_targets_stay_inside_the_batch():
         [(partition, offset)] = faults.crash_targets("mid write", ranges, random.Random(seed))
         assert partition == 0 and 10 < offset < 20
     assert faults.crash_targets("after write", ranges, random.Random(0)) == []
+    assert faults.crash_targets("mid write", {}, random.Random(0)) == [], "an empty batch has no record to fail on"
 
 
 def test_causes_reads_a_failed_task_and_its_suppressed_error():

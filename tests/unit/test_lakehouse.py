@@ -88,3 +88,31 @@ def test_reading_a_path_with_no_table_says_so_in_one_line(delta, tmp_path):
         ids(delta, str(tmp_path / "nothing"))
     assert "\n" not in str(raised.value)
     assert DeltaAppendSink(tmp_path / "nothing").delivered() == []
+
+
+def _commit(log, version: int, *actions) -> None:
+    import json
+
+    (log / f"{version:020d}.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
+
+
+def test_the_small_files_demo_counts_the_files_the_table_lists_from_its_log(tmp_path):
+    """Module 10's auto-compaction demo counts what the current version lists (adds not removed since), not the
+    folder's files (kept for time travel), and counts auto-compaction commits, from the log alone."""
+    from streamlab.lakehouse import demo as lh
+
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    _commit(log, 0, {"commitInfo": {"operation": "CREATE TABLE"}}, {"metaData": {"id": "t"}})
+    for v, names in ((1, "ab"), (2, "cd"), (3, "ef"), (4, "gh")):
+        _commit(log, v, {"commitInfo": {"operation": "WRITE"}}, *({"add": {"path": f"{n}.parquet"}} for n in names))
+    _commit(log, 5, {"commitInfo": {"operation": "OPTIMIZE", "operationParameters": {"auto": "true"}}},
+            {"add": {"path": "big.parquet"}}, *({"remove": {"path": f"{n}.parquet"}} for n in "abcdefgh"))
+    _commit(log, 6, {"commitInfo": {"operation": "WRITE"}}, {"add": {"path": "i.parquet"}})
+    _commit(log, 7, {"commitInfo": {"operation": "OPTIMIZE", "operationParameters": {"auto": "false"}}})
+    for name in "abcdefghi":
+        (tmp_path / f"{name}.parquet").write_bytes(b"")
+    (tmp_path / "big.parquet").write_bytes(b"")
+    assert lh.listed_files(tmp_path) == 2 and lh.data_files(tmp_path) == 10
+    assert lh.compactions(tmp_path) == 1, "only the auto=true OPTIMIZE is an auto-compaction"
+    assert lh.listed_files(tmp_path / "no-table") == 0
