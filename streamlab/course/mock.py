@@ -561,7 +561,9 @@ def progress_lines(data: dict | None = None, now: datetime | None = None) -> lis
     data = load() if data is None else data
     now = now or datetime.now(timezone.utc)
     cases = data.get("forensics") if isinstance(data.get("forensics"), list) else []
-    if not data["rounds"] and not data["design"] and not cases:
+    nights = data.get("oncall") if isinstance(data.get("oncall"), list) else []  # course/oncall.py
+    incidents = data.get("incidents") if isinstance(data.get("incidents"), list) else []  # course/incidents.py
+    if not data["rounds"] and not data["design"] and not cases and not nights and not incidents:
         return ["interview: no mock round yet (python -m grader interview, or notebooks/INTERVIEW.ipynb)"]
     totals: dict = {}
     for rnd in data["rounds"]:
@@ -592,6 +594,12 @@ def progress_lines(data: dict | None = None, now: datetime | None = None) -> lis
         lines.append(f"  checkpoint forensics: {len(cases)} case(s), last {last['score']}/{last['max_score']}"
                      + (f" (missed {', '.join(last['missed'])})" if last.get("missed") else "")
                      + f", best {best:.0%}")
+    if incidents:
+        lines.append(f"  incident round: {len(incidents)} incident(s), last {incidents[-1]['score']}/2 "
+                     f"({incidents[-1]['fault']}), {sum(i['score'] for i in incidents)}/{2 * len(incidents)} in all")
+    if nights:
+        lines.append(f"  on-call night: {len(nights)} night(s), last {nights[-1]['total']}/{nights[-1]['of']}, "
+                     f"best {max(n['total'] for n in nights)}/{nights[-1]['of']}")
     return lines
 
 

@@ -53,6 +53,11 @@ def test_fault_shows_its_symptom_is_graded_and_recovers(spark, bootstrap, fault,
         right = incident.diagnose(truth.cause, truth.fix)
         assert (right["cause"], right["fix"], right["score"]) == (1, 1, 2)
         assert incident.answer["score"] == 0, "the first answer is the one that counts"
+        from streamlab.course import mock
+
+        kept = mock.load()["incidents"]  # the first answer, in the learner's history for grader progress
+        assert [(k["fault"], k["score"]) for k in kept] == [(fault, 0)], kept
+        assert f"incident round: 1 incident(s), last 0/2 ({fault})" in "\n".join(mock.progress_lines())
         fixed = incident.apply_fix(timeout=180)  # slow-records took 85 s at a load of 14 on 2 cores
         assert fixed["recovered"], fixed
     finally:

@@ -222,3 +222,13 @@ def test_the_interview_page_runs_twice_from_the_top(tmp_path):
         assert not bad, bad
     printed = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "interview: no mock round yet" in printed and "payments-eo" in printed
+
+
+def test_progress_shows_the_incident_round_and_the_on_call_nights():
+    """`grader progress` lists what course/incidents.py and course/oncall.py keep in the history."""
+    data = {"rounds": [], "cards": {}, "topics": {}, "design": [],
+            "incidents": [{"fault": "cap-too-low", "score": 2, "of": 2}, {"fault": "retention-gap", "score": 1, "of": 2}],
+            "oncall": [{"total": 2, "of": 6, "acts": {}}, {"total": 5, "of": 6, "acts": {}}]}
+    lines = mock.progress_lines(data)
+    assert "  incident round: 2 incident(s), last 1/2 (retention-gap), 3/4 in all" in lines, lines
+    assert "  on-call night: 2 night(s), last 5/6, best 5/6" in lines, lines
