@@ -26,14 +26,27 @@ LOOPBACK = ("127.0.0.1", "localhost")
 # binds every port, becomes UID:GID (-1: stays), goes to the background (the sandbox's script goes on only once the
 # ports listen) and pipes each connection to FOLDER/PORT. Self-contained, as it runs where `grader` cannot be imported
 # (isolated, in a namespace that may not reach the course): its pipe and bridge are _pipe's and _bridge's twins.
-INSIDE = r"""
-import fcntl, os, socket, struct, sys, threading
-folder, uid, gid, ports = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [int(p) for p in sys.argv[4:]]
+# A new network namespace's loopback is down: this brings it up (SIOCGIFFLAGS, then SIOCSIFFLAGS with IFF_UP), as
+# `ip link set lo up` would, with no iproute2 needed; as root of the namespace, after `import fcntl, socket, struct`.
+LOOPBACK_UP = r"""
 probe = socket.socket()  # the namespace's loopback starts down: up, as `ip link set lo up` would (no iproute2 needed)
 flags = struct.unpack("16sH14s", fcntl.ioctl(probe, 0x8913, struct.pack("16sH14s", b"lo", 0, b"")))[1]
 fcntl.ioctl(probe, 0x8914, struct.pack("16sH14s", b"lo", flags | 1, b""))
 probe.close()
-listeners = []
+"""
+# Then to the background (the caller goes on once this returns: every port listens), silent, in a session of its own.
+TO_BACKGROUND = r"""
+if os.fork():
+    os._exit(0)
+os.setsid()
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+"""
+INSIDE = r"""
+import fcntl, os, socket, struct, sys, threading
+folder, uid, gid, ports = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [int(p) for p in sys.argv[4:]]
+""" + LOOPBACK_UP + r"""listeners = []
 for port in ports:
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -44,13 +57,7 @@ if uid >= 0:  # the ports are bound: the rest runs as the run's account
     os.setgroups([])
     os.setgid(gid)
     os.setuid(uid)
-if os.fork():
-    os._exit(0)
-os.setsid()
-null = os.open(os.devnull, os.O_RDWR)
-for fd in (0, 1, 2):
-    os.dup2(null, fd)
-def pipe(a, b):
+""" + TO_BACKGROUND + r"""def pipe(a, b):
     try:
         while True:
             data = a.recv(65536)

@@ -27,6 +27,8 @@ from __future__ import annotations
 import json
 import sys
 
+from grader.relay import LOOPBACK_UP, TO_BACKGROUND
+
 IN_FD, CONTROL_FD = 3, 4  # where INSIDE finds the machine's listening socket and its end of the socket pair
 
 # argv: CONFIG(json: uid, gid, inbound, outbound) -- COMMAND... Run as root by the hub (with its pre-exec step done).
@@ -100,15 +102,11 @@ sys.exit(code if code >= 0 else 128 - code)
 
 # argv: CONFIG(json: uid, gid, inbound, outbound). Run as root in the new namespace by the walls' script, with the
 # machine's listening socket on fd IN_FD and the socket pair on CONTROL_FD; returns once every port listens.
-INSIDE = r"""
+INSIDE = (r"""
 import asyncio, fcntl, json, os, socket, struct, sys, threading
 import concurrent.futures.thread  # loaded now, as root: what asks for sockets later runs as the learner
 config = json.loads(sys.argv[1])
-probe = socket.socket()  # the namespace's loopback starts down: up, as `ip link set lo up` would
-flags = struct.unpack("16sH14s", fcntl.ioctl(probe, 0x8913, struct.pack("16sH14s", b"lo", 0, b"")))[1]
-fcntl.ioctl(probe, 0x8914, struct.pack("16sH14s", b"lo", flags | 1, b""))
-probe.close()
-incoming = socket.socket(fileno=%(IN_FD)d)
+""" + LOOPBACK_UP + r"""incoming = socket.socket(fileno=%(IN_FD)d)
 control = socket.socket(fileno=%(CONTROL_FD)d)
 outgoing = []
 for port in config["outbound"]:
@@ -120,13 +118,7 @@ for port in config["outbound"]:
 os.setgroups([])
 os.setgid(config["gid"])
 os.setuid(config["uid"])
-if os.fork():
-    os._exit(0)
-os.setsid()
-null = os.open(os.devnull, os.O_RDWR)
-for fd in (0, 1, 2):
-    os.dup2(null, fd)
-asking = threading.Lock()
+""" + TO_BACKGROUND + r"""asking = threading.Lock()
 def ask(port):
     with asking:
         control.sendall(struct.pack("!H", port))
@@ -171,7 +163,7 @@ async def main():
         servers.append(await asyncio.start_server(lambda r, w, out=out: bridge(r, w, out()), sock=server))
     await asyncio.gather(*(server.serve_forever() for server in servers))
 asyncio.run(main())
-""" % {"IN_FD": IN_FD, "CONTROL_FD": CONTROL_FD}
+""") % {"IN_FD": IN_FD, "CONTROL_FD": CONTROL_FD}
 
 
 def config(*, uid: int, gid: int, inbound: int, outbound: list[int]) -> str:

@@ -105,23 +105,6 @@ def grade(fault: str, cause: str, fix: str) -> dict:
     return {**got, "score": got["cause"] + got["fix"], "of": 2}
 
 
-def _remember(entry: dict) -> None:
-    """Keep an incident's first answer in the learner's history (interview.json, key "incidents"), which
-    `python -m grader progress` shows beside the mock interviews."""
-    from datetime import datetime, timezone
-
-    from . import mock
-
-    data = mock.load()
-    kept = data.get("incidents") if isinstance(data.get("incidents"), list) else []
-    kept.append({"checked": datetime.now(timezone.utc).isoformat(timespec="seconds"), **entry})
-    data["incidents"] = kept
-    try:
-        mock.save(data)
-    except OSError:
-        pass  # a read-only home: the score is still on screen
-
-
 def _known(value, table: dict, what: str) -> None:
     if value not in table:
         raise LabError(f"{value!r} is not a {what} id: pick one of {', '.join(table)} "
@@ -354,7 +337,10 @@ class Incident:
         first = self.answer is None
         if first:
             self.answer = result
-            _remember({"fault": self._fault, "score": result["score"], "of": 2, "elapsed_s": result["elapsed_s"]})
+            from . import mock  # the first answer, in the learner's history: grader progress shows it
+
+            mock.remember("incidents", {"fault": self._fault, "score": result["score"], "of": 2,
+                                        "elapsed_s": result["elapsed_s"]})
         self.last_answer = result
         over = "" if spent <= TIME_BOX_S else f" (over the {TIME_BOX_S // 60} min time box)"
         truth = FAULTS[self._fault]

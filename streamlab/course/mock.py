@@ -556,6 +556,19 @@ def record_design(round_id: str, met: list, missing: list, passed: bool) -> None
         pass  # a read-only home: the result is still on screen
 
 
+def remember(key: str, entry: dict) -> None:
+    """Append `entry` (stamped with the time) to the history's list `key` (the incident round's answers, the on-call
+    nights); a home that cannot be written keeps nothing, and the score stays on screen."""
+    data = load()
+    kept = data.get(key) if isinstance(data.get(key), list) else []
+    kept.append({"checked": datetime.now(timezone.utc).isoformat(timespec="seconds"), **entry})
+    data[key] = kept
+    try:
+        save(data)
+    except OSError:
+        pass
+
+
 def progress_lines(data: dict | None = None, now: datetime | None = None) -> list[str]:
     """The interview history as table rows for `python -m grader progress`: per topic, and the design rounds."""
     data = load() if data is None else data

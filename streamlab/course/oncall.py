@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 from streamlab.errors import LabError, first_line
 
@@ -98,21 +97,10 @@ def score() -> dict:
         print(f"act {n} ({story.title}): {acts[n]}/{POINTS}  {said}")
     print(f"the night: {total}/{POINTS * len(ACTS)}")
     result = Grade(acts=acts, total=total, of=POINTS * len(ACTS))
-    _remember(dict(result))
-    return result
-
-
-def _remember(result: dict) -> None:
     from . import mock
 
-    data = mock.load()
-    nights = data.get("oncall") if isinstance(data.get("oncall"), list) else []
-    nights.append({"checked": datetime.now(timezone.utc).isoformat(timespec="seconds"), **result})
-    data["oncall"] = nights
-    try:
-        mock.save(data)
-    except OSError:
-        pass  # a read-only home: the score is still on screen
+    mock.remember("oncall", dict(result))
+    return result
 
 
 def _placeholder(value) -> bool:
