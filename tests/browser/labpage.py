@@ -66,8 +66,12 @@ def served_lab(work: Path, modules):
     # The learner's lab as `make lab` configures it (nbgrader's instructor panels off).
     # Its own workspace folder: the learner config keeps workspaces, and an earlier run's tabs must not reopen.
     venv_bin = str(Path(sys.executable).parent)
+    # Its kernels' temporary folders (checkpoints, Spark's) in its own: a kernel ended by end_sessions() while busy
+    # may not run its exit handler, and its folders in the machine's /tmp were taken, by lane 1's check that the
+    # gradings leave none (test_modules), for the gradings' (a rehearsal of 9427d5b).
+    (work / "tmp").mkdir(exist_ok=True)
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(_learner_jupyter_config()),
-               JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"),
+               JUPYTERLAB_WORKSPACES_DIR=str(work / "workspaces"), TMPDIR=str(work / "tmp"),
                # as `make lab` gives its terminals the course's environment
                VIRTUAL_ENV=str(Path(venv_bin).parent), PATH=venv_bin + os.pathsep + os.environ.get("PATH", ""))
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=work)
