@@ -71,29 +71,19 @@ HUB_CHECK_WAIT_S = 1800  # a room's checks queue for the hub's few grading slots
 def check_on_hub(path: Path, url: str) -> int:
     """Check my work on a workshop's hub: the hub grades the saved notebook (the hidden tests stay with it, out of
     this server's sight) and answers the table; the score goes into this learner's progress as a local check's."""
-    import json
-    import urllib.error
-    import urllib.request
     from types import SimpleNamespace
+
+    from streamlab.lab import hubservice
 
     aid = path.stem
     if path.resolve() != (Path.home() / "notebooks" / aid / f"{aid}.ipynb").resolve():
         print(f"⚠ The hub grades notebooks/{aid}/{aid}.ipynb in your home, not {path}: your answers must be there.")
-    request = urllib.request.Request(url.rstrip("/") + "/", data=json.dumps({"assignment": aid}).encode(),
-                                     method="POST", headers={"Content-Type": "application/json", "Authorization":
-                                                             f"token {os.environ.get('JUPYTERHUB_API_TOKEN', '')}"})
     try:
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request,
-                                                                             timeout=HUB_CHECK_WAIT_S) as answer:
-            got = json.load(answer)
-    except urllib.error.HTTPError as exc:
-        try:
-            said = json.load(exc).get("error") or exc.reason
-        except ValueError:
-            said = exc.reason
-        print(f"⚠ the hub did not grade it: {said}")
+        got = hubservice.ask(url.rstrip("/") + "/", {"assignment": aid}, timeout=HUB_CHECK_WAIT_S)
+    except hubservice.Refused as exc:
+        print(f"⚠ the hub did not grade it: {exc}")
         return 1
-    except (OSError, ValueError) as exc:
+    except hubservice.Unanswered as exc:
         print(f"⚠ the hub's checks service did not answer ({exc}): tell your instructor")
         return 1
     print(got["table"])

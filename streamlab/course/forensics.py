@@ -484,16 +484,8 @@ def record_result(case_id: str, result: Graded) -> None:
     """Keep a graded case in the interview history (shown by `python -m grader progress`)."""
     from . import mock
 
-    data = mock.load()
-    entries = data["forensics"] if isinstance(data.get("forensics"), list) else []
-    entries.append({"case": case_id, "checked": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    "score": result.score, "max_score": result.max_score,
-                    "missed": [k for k, v in result.points.items() if not v]})
-    data["forensics"] = entries
-    try:
-        mock.save(data)
-    except OSError:
-        pass  # a read-only home: the result is still on screen
+    mock.remember("forensics", {"case": case_id, "score": result.score, "max_score": result.max_score,
+                                "missed": [k for k, v in result.points.items() if not v]})
 
 
 def new_case(seed=None, folder=None) -> Case:

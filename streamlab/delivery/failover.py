@@ -375,19 +375,15 @@ class FailoverDemo:
                 rows.append(f"<tr><td colspan={self.partitions + 3} style='color:#999'>⋯</td></tr>")
                 continue
             cells = []
-            for p in range(self.partitions):
-                mine = [t for t in b["tasks"] if t["partition"] == p]
+            for mine, warm in partition_reads(b, self.partitions):
                 if not mine:
                     cells.append("<td style='color:#999'>—</td>")
                     continue
                 text = " → ".join(f"exec {t['executor']}" + (f" (attempt {t['attempt']}, {t['status'].lower()})"
                                                             if t["attempt"] or t["status"] != "SUCCESS" else "")
                                   for t in mine)
-                home = b["preferred"].get(p)
-                warm = all(t["executor"] == home for t in mine if t["status"] == "SUCCESS")
-                colour = "#e8f5e9" if warm and home is not None else "#fff3e0"
-                cells.append(f"<td style='background:{colour}'>{text}<br><small>{mine[-1]['records']} rec, "
-                             f"{mine[-1]['locality'].lower()}</small></td>")
+                cells.append(f"<td style='background:{WARM if warm else COLD}'>{text}<br><small>{mine[-1]['records']} "
+                             f"rec, {mine[-1]['locality'].lower()}</small></td>")
             kill = self.kills.get(b["batch"])
             mark = f"<br><b style='color:#c44e52'>⚡ {kill}</b>" if kill else ""
             rows.append(f"<tr><td>{b['batch']}{mark}</td><td>{b['at']} s</td><td><b>{b['seconds']} s</b></td>"
@@ -405,7 +401,6 @@ class FailoverDemo:
         events = "<br>".join(self.events[-6:])
         return f"{summary}{table}{legend}<p style='font-family:monospace'>{events}</p>"
 
-
     def figure(self):
         """The live table drawn with matplotlib: the same rows, colours and counts as html(), for a frozen frame."""
         import matplotlib.pyplot as plt
@@ -420,8 +415,7 @@ class FailoverDemo:
             row, tint = [f"{b['batch']}" + (f"\n⚡ {self.kills[b['batch']]}" if b["batch"] in self.kills else ""),
                          f"{b['at']} s", f"{b['seconds']} s"], ["#fde2e2" if b["batch"] in self.kills else "white",
                                                                  "white", "white"]
-            for p in range(self.partitions):
-                mine = [t for t in b["tasks"] if t["partition"] == p]
+            for mine, warm in partition_reads(b, self.partitions):
                 if not mine:
                     row.append("—")
                     tint.append("white")
@@ -429,9 +423,7 @@ class FailoverDemo:
                 row.append(" → ".join(f"exec {t['executor']}" + (" ✗" if t["status"] != "SUCCESS" else "")
                                       for t in mine) + f"\n{mine[-1]['records']} rec"
                            + (f", try {mine[-1]['attempt'] + 1}" if mine[-1]["attempt"] else ""))
-                home = b["preferred"].get(p)
-                warm = home is not None and all(t["executor"] == home for t in mine if t["status"] == "SUCCESS")
-                tint.append("#e8f5e9" if warm else "#fff3e0")
+                tint.append(WARM if warm else COLD)
             text.append(row)
             colours.append(tint)
         height = 0.36 * (len(text) + 1) + 0.8
@@ -452,6 +444,20 @@ class FailoverDemo:
                 "failed · ⚡: killed under this batch", fontsize=7.5, color="#555", transform=ax.transAxes, va="top")
         plt.close(fig)
         return fig
+
+
+WARM, COLD = "#e8f5e9", "#fff3e0"  # a partition read by its preferred executor, or elsewhere
+
+
+def partition_reads(batch: dict, partitions: int) -> list[tuple[list, bool]]:
+    """Per partition of a batch: its read tasks (every attempt, in order; [] when it read none) and whether the
+    partition's preferred executor read it (every successful attempt on it), for the live table and its frame."""
+    reads = []
+    for p in range(partitions):
+        mine = [t for t in batch["tasks"] if t["partition"] == p]
+        home = batch["preferred"].get(p)
+        reads.append((mine, home is not None and all(t["executor"] == home for t in mine if t["status"] == "SUCCESS")))
+    return reads
 
 
 def shown_batches(batches: list[dict], kills: dict, last: int = 8) -> list:

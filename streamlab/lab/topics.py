@@ -71,30 +71,19 @@ def add_partitions(name: str, total: int, bootstrap: str | None = None) -> None:
 def _grow_on_hub(url: str, name: str, total: int) -> None:
     """Ask the hub's partitions service (workshop/partitions.py) to grow `name`: a learner on a workshop's
     Kafka may not add partitions herself. A refusal, or a service that does not answer, is one LabError line."""
-    import json
-    import urllib.error
-    import urllib.request
-
     from streamlab.errors import LabError
+    from streamlab.lab import hubservice
 
-    token = os.environ.get("JUPYTERHUB_API_TOKEN")
-    if not token:
+    if not os.environ.get("JUPYTERHUB_API_TOKEN"):
         raise LabError(f"cannot grow {name} to {total} partitions: this server has no $JUPYTERHUB_API_TOKEN for "
                        "the hub's partitions service (start it from the hub)")
-    request = urllib.request.Request(url, data=json.dumps({"topic": name, "total": total}).encode(), method="POST",
-                                     headers={"Content-Type": "application/json", "Authorization": f"token {token}"})
     try:
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=60):
-            return
-    except urllib.error.HTTPError as exc:
-        try:
-            reason = json.load(exc)["error"]
-        except (ValueError, KeyError, TypeError):
-            reason = f"HTTP {exc.code}"
-        raise LabError(f"the hub did not grow {name} to {total} partitions: {reason}") from None
-    except OSError as exc:
+        hubservice.ask(url, {"topic": name, "total": total}, timeout=60)
+    except hubservice.Refused as exc:
+        raise LabError(f"the hub did not grow {name} to {total} partitions: {exc}") from None
+    except hubservice.Unanswered as exc:
         raise LabError(f"cannot grow {name} to {total} partitions: the hub's partitions service at {url} does not "
-                       f"answer ({getattr(exc, 'reason', exc)}); ask the instructor to restart the hub") from None
+                       f"answer ({exc}); ask the instructor to restart the hub") from None
 
 
 def delete_topic(*names: str, bootstrap: str | None = None) -> None:
