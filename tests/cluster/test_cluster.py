@@ -33,16 +33,6 @@ def _ours() -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def running_cluster():
-    """The cluster, started for these tests and stopped (folder deleted) after them."""
-    started_here = not cluster.folder().exists()
-    cluster.start()
-    yield cluster.bootstrap()
-    if started_here:
-        cluster.stop()
-
-
-@pytest.fixture(scope="module")
 def kills(running_cluster) -> dict:
     """Ten broker kills and ten executor kills under one running query (kills.py), its counts per sink."""
     env = dict(os.environ, STREAMLAB_CLUSTER="1")
