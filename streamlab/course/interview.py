@@ -713,10 +713,125 @@ NUMBERED = {
     "two_topics": ("multitopic", _two_topics),
 }
 
+# question id -> (notebook, section heading) that proves its answer live, for every question above; pool_more's
+# questions carry theirs, and `WHERE` below holds both. A heading with quotes, parentheses or '#' makes no safe
+# anchor, so such a section is linked through its nearest plain heading (tests/unit/test_pool_links.py checks
+# every link against the student notebooks' headings).
+_M0, _M1, _M2, _M3 = "00-setup", "01-source-internals", "02-offset-tracking", "03-consumer-lag"
+_M4, _M5, _M6, _M7, _M10 = ("04-backpressure", "05-rate-limiting", "06-multi-topic", "07-sinks-exactly-once",
+                            "10-lakehouse")
+_FILES = "3. The checkpoint's files, read while the query runs"
+_CRASH = "4. A crash between offsets/N and commits/N"
+_LOST = "9. Offsets that vanished: failOnDataLoss=false and the scan's own counts"
+_FIELDS = "lastProgress, field by field"
+_ONE_CAP = "One cap for all the topics of a source"
+_REALTIME = "Going deeper: below the micro-batch floor, Real-time Mode"
+_FLOOR = "Waiting for a batch worth running: minOffsetsPerTrigger and maxTriggerDelay"
+_COLUMNS = "Writing to Kafka: the sink's columns"
+_OPEN_TXN = "A transaction left open stalls read_committed readers"
+_ONE_TASK = "One partition, one task — when it has new records"
+_DSTREAMS = "DStreams' automatic backpressure, simulated"
+SECTIONS = {
+    "setup-connector": (_M0, "Setup"),
+    "setup-bootstrap": (_M1, "A mistyped broker address is not an option error"),
+    "setup-bytes": (_M1, "The fixed schema"),
+    "setup-latest": (_M2, "1. Where a brand-new query starts: startingOffsets"),
+    "setup-local2": (_M1, _ONE_TASK),
+    "source-fetch": (_M1, "How a micro-batch is planned and read"),
+    "source-group": (_M1, "Going deeper: the generated group id"),
+    "source-new-partitions": (_M1, "Watch it live: partitions and minPartitions → tasks"),
+    "source-auto-reset": (_M1, "Options Spark rejects"),
+    "source-headers": (_M1, "Headers"),
+    "source-min-partitions": (_M1, "minPartitions splits large ranges"),
+    "source-group-id": (_M1, "Where the position lives"),
+    "source-fail-on-data-loss": (_M2, _LOST),
+    "source-retention": (_M2, _LOST),
+    "source-kip848": (_M1, "Consumer groups: Spark commits nothing"),
+    "offsets-where": (_M2, _FILES),
+    "offsets-restart": (_M2, "2. startingOffsets applies to the first run only"),
+    "offsets-order": (_M2, _CRASH),
+    "offsets-crash": (_M2, _CRASH),
+    "offsets-delete": (_M2, "2. startingOffsets applies to the first run only"),
+    "offsets-share": (_M2, _FILES),
+    "offsets-replay": (_M2, "6. Replaying from a known offset"),
+    "offsets-ending": (_M2, "7. Batch reads: count or cut an exact range with endingOffsets"),
+    "offsets-metadata": (_M2, _FILES),
+    "offsets-sources": (_M2, _FILES),
+    "offsets-by-time": (_M2, "8. Replay by time: startingTimestamp, startingOffsetsByTimestamp"),
+    "offsets-data-loss-metrics": (_M2, _LOST),
+    "offsets-missing-metadata": (_M2, "Going deeper: replay by time, lost offsets, a missing metadata file"),
+    "lag-cli": (_M3, "Why kafka-consumer-groups shows nothing for Spark"),
+    "lag-measure": (_M3, _FIELDS),
+    "lag-diagnose": (_M3, "When lag keeps growing"),
+    "lag-listener": (_M3, "A polling monitor"),
+    "lag-metrics": (_M3, _FIELDS),
+    "lag-zero": (_M3, _FIELDS),
+    "bp-automatic": (_M4, "What backpressure is"),
+    "bp-max-rate": (_M4, _DSTREAMS),
+    "bp-pid": (_M4, _DSTREAMS),
+    "bp-symptoms": (_M4, "One burst, two queries"),
+    "bp-executors": (_M1, _ONE_TASK),
+    "bp-burst": (_M4, "One burst, two queries"),
+    "bp-once": (_M4, "once ignores the cap, availableNow honours it"),
+    "rate-three": (_M5, _FLOOR),
+    "rate-vs-bp": (_M4, "Three levers, all set by you"),
+    "rate-min-max": (_M5, _FLOOR),
+    "rate-delay-default": (_M5, _FLOOR),
+    "rate-available-now": (_M5, "Catch-up jobs: availableNow, and why once was deprecated"),
+    "rate-default-trigger": (_M5, _FLOOR),
+    "rate-continuous": (_M5, _REALTIME),
+    "rate-realtime-duration": (_M5, _REALTIME),
+    "rate-realtime-refused": (_M5, _REALTIME),
+    "rate-realtime-slots": (_M5, _REALTIME),
+    "rate-realtime-sink": (_M5, _REALTIME),
+    "rate-processing-time": (_M4, "The control panel"),
+    "rate-fewer-rows": (_M6, _ONE_CAP),
+    "rate-cap-change": (_M5, "Too low, too high, just right — live"),
+    "rate-max-records": (_M5, "Read parallelism: minPartitions and maxRecordsPerPartition"),
+    "multi-pattern": (_M6, "subscribePattern, and the unanchored trap"),
+    "multi-anchor": (_M6, "subscribePattern, and the unanchored trap"),
+    "multi-later": (_M6, "A topic created while the query runs"),
+    "multi-two-options": (_M1, "Choosing what to read: subscribe, subscribePattern, assign"),
+    "multi-route": (_M6, "Routing by topic: a schema per topic"),
+    "multi-schemas": (_M6, "Routing by topic: a schema per topic"),
+    "multi-quarantine": (_M6, "A quarantine topic, live"),
+    "multi-assign": (_M6, "assign: explicit partitions"),
+    "sink-value": (_M7, _COLUMNS),
+    "sink-topic": (_M7, "The topic option against a topic column"),
+    "sink-eo": (_M7, "At-least-once, proven"),
+    "sink-txn": (_M7, "The kafka.transactional.id claim, run live"),
+    "sink-order": (_M7, "At-least-once, proven"),
+    "sink-file": (_M7, "Exactly-once, three ways"),
+    "sink-foreach-batch": (_M7, "Exactly-once, three ways"),
+    "sink-serializer": (_M7, _COLUMNS),
+    "sink-mode": (_M7, _COLUMNS),
+    "sink-fanout": (_M7, "JSON values and fan-out"),
+    "sink-read-committed": (_M7, _OPEN_TXN),
+    "sink-dedup-watermark": (_M7, "Downstream of an at-least-once sink: dropDuplicatesWithinWatermark"),
+    "sink-async-progress": (_M7, "Async progress tracking for a Kafka sink"),
+    "sink-open-transaction": (_M7, _OPEN_TXN),
+    "lake-append-replay": (_M10, "The crash lab: plain append against MERGE, live"),
+    "lake-sink-txn": (_M10, "Delta's own sink is exactly-once: a crash proves it"),
+    "lake-dedupe": (_M10, "foreachBatch + MERGE: one row per business key"),
+    "lake-new-checkpoint": (_M10, "txnAppId: idempotent appends, and their trap"),
+    "lake-small-files": (_M10, "Small files: the trigger interval decides"),
+    "n-equal_split": (_M6, _ONE_CAP),
+    "n-uneven_split": (_M6, _ONE_CAP),
+    "n-small_partitions": (_M6, _ONE_CAP),
+    "n-tasks": (_M1, _ONE_TASK),
+    "n-resume": (_M2, _FILES),
+    "n-total_lag": (_M3, _FIELDS),
+    "n-lag_growth": (_M3, "When lag keeps growing"),
+    "n-size_cap": (_M5, "Sizing a cap"),
+    "n-min_offsets": (_M5, _FLOOR),
+    "n-two_topics": (_M6, "One source, many topics"),
+}
+
 from . import pool_more  # noqa: E402  (module 9's questions and more, with the section that proves each)
 
 FIXED += pool_more.FIXED
 NUMBERED.update(pool_more.NUMBERED)
+WHERE = {**SECTIONS, **pool_more.WHERE}  # every pool question -> (notebook, section heading)
 
 
 def pool_size() -> int:
@@ -871,7 +986,10 @@ class Interview:
                 b.button_style = "success"
             elif b.description == letter and not right:
                 b.button_style = "danger"
-        self.feedback.value = (("✓ right. " if right else f"✗ the answer is {q.key}. ") + html.escape(q.why))
+        notebook, section = WHERE.get(q.id, (TOPICS[q.topic][2], ""))
+        where = f"<br>proven live in {html.escape(notebook)}" + (f", section <i>{html.escape(section)}</i>"
+                                                                  if section else "")
+        self.feedback.value = (("✓ right. " if right else f"✗ the answer is {q.key}. ") + html.escape(q.why) + where)
         self.next_button.disabled = False
         return right
 

@@ -268,13 +268,11 @@ class Item:
 
 
 def where(question_id: str, topic: str) -> tuple:
-    """(notebook, section) that proves a question's answer: its own section where one is known, else its module."""
-    from .pool_more import WHERE
-
+    """(notebook, section) that proves a question's answer: its own section (every pool question has one)."""
     for row in EXPLAIN:
         if row[0] == question_id:
             return row[5]
-    return WHERE.get(question_id) or (interview.TOPICS[topic][2], "")
+    return interview.WHERE.get(question_id) or (interview.TOPICS[topic][2], "")
 
 
 def link(place: tuple, base: str = "") -> str:
