@@ -21,7 +21,9 @@ help: ## list the targets, and the variables you may set
 	@echo "  STREAMLAB_SEED=N            your variant's seed (the numbers in exercises)"
 	@echo "  STREAMLAB_HOME=dir          jar cache, broker data, variants (default .streamlab/)"
 	@echo "  STREAMLAB_SPARK_UI=true     serve Spark's UI on 127.0.0.1:4040"
-	@echo "  JAVA_HOME, CI=true, GRADER_DEBUG=1; for clusters and workshops see docs/settings.md"
+	@echo "  STREAMLAB_CDS=off           start Spark and the brokers without the class-data archives"
+	@echo "  JAVA_HOME, CI=true, GRADER_DEBUG=1, STREAMLAB_DEMO_SECONDS=N; for clusters and workshops see docs/settings.md"
+	@echo "  $(PY) -m streamlab settings lists every one: its value now, its default and what it does"
 
 # rfc3987-syntax, jsonschema's non-GPL IRI checker (pulled in by jupyter-events' jsonschema[format-nongpl]), builds
 # about 35 Earley parsers whenever jsonschema is imported: 2.5 s of CPU in every JupyterLab, nbgrader run and Check my

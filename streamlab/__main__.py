@@ -1,4 +1,4 @@
-"""`python -m streamlab setup|jars|broker start|stop|status|reset|cluster start|stop|status|doctor|lab`."""
+"""`python -m streamlab setup|jars|broker start|stop|status|reset|cluster start|stop|status|doctor|lab|settings`."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from streamlab.errors import LabError
+from streamlab.settings import settings
 
 
 def _jars(only: list[str] | None = None) -> int:
@@ -17,7 +18,7 @@ def _jars(only: list[str] | None = None) -> int:
         for line in setup_all(only):
             print(line)
     except LabError as exc:
-        if in_ci() or os.environ.get("STREAMLAB_ENGINE", "").lower() == "connector":
+        if in_ci() or settings.engine == "connector":
             why = "CI=true" if in_ci() else "STREAMLAB_ENGINE=connector"
             print(f"error: {exc} ({why}: the real stack is required, no fallback)", file=sys.stderr)
             return 1
@@ -72,7 +73,7 @@ def _lab(port: int) -> int:
     venv_bin = str(Path(sys.executable).parent)
     env = dict(os.environ, VIRTUAL_ENV=str(Path(venv_bin).parent),
                # JupyterLab's terminals get the course's environment, so `python -m grader check` works there.
-               PATH=venv_bin + os.pathsep + os.environ.get("PATH", ""),
+               PATH=venv_bin + os.pathsep + settings.path,
                JUPYTER_CONFIG_DIR=str(_learner_jupyter_config()))
     cmd = [sys.executable, "-m", "jupyter", "lab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
            "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root / 'notebooks'}", "--no-browser"]
@@ -157,9 +158,16 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("doctor", help="check Java, the broker and Spark, one line each")
     lab = sub.add_parser("lab", help="set up, then serve JupyterLab on the notebooks; Ctrl-C stops what it started")
     lab.add_argument("--port", type=int, default=8888)
+    sub.add_parser("settings", help="list every environment variable the course reads: its value now, its default "
+                                    "and what it does")
     args = parser.parse_args(argv)
     if args.command == "lab":
         return _lab(args.port)
+    if args.command == "settings":
+        from streamlab.settings import report
+
+        print(report())
+        return 0
     from streamlab.lab.broker import broker_status, ensure_broker, reset_broker, stop_broker
     from streamlab.lab.session import chosen_engine, java_version
 
@@ -171,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                 return status
             from streamlab.lab.cds_dump import make_broker_archive, make_driver_archive
 
-            if not os.environ.get("KAFKA_BOOTSTRAP") and chosen_engine()[0] == "connector":
+            if not settings.kafka_bootstrap and chosen_engine()[0] == "connector":
                 print(make_broker_archive())  # before the broker starts, so that it starts on it
             print(f"broker ready at {ensure_broker()} ({chosen_engine()[1]})")
             print(make_driver_archive())  # Spark sessions start on archived classes; a failure is one line
