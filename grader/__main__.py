@@ -3,7 +3,6 @@ site | interview | revision`."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -83,13 +82,15 @@ def main(argv: list[str] | None = None) -> int:
             release(args.out.resolve(), args.source.resolve())
         elif args.command == "check":
             from .grading import check, read_submission, table
-            from .notebook import HUB_CHECKS, check_on_hub
+            from streamlab.settings import settings
 
-            if os.environ.get(HUB_CHECKS) and args.source == SOURCE and not args.assignment:  # on a workshop's hub
-                return check_on_hub(args.notebook, os.environ[HUB_CHECKS])
+            from .notebook import check_on_hub
+
+            if settings.check_url and args.source == SOURCE and not args.assignment:  # on a workshop's hub
+                return check_on_hub(args.notebook, settings.check_url)
             read_submission(args.notebook, args.assignment, args.source.resolve())  # fail fast, one line
             print(f"checking {args.notebook} with the hidden tests (your file is not changed) …", flush=True)
-            if not os.environ.get("STREAMLAB_JUST_SAVED"):
+            if not settings.just_saved:
                 from .notebook import unsaved_warning
 
                 warning = unsaved_warning(args.notebook)
@@ -167,7 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # a bug in the grader: one line, the traceback only on request
-        if os.environ.get("GRADER_DEBUG"):
+        from streamlab.settings import settings
+
+        if settings.grader_debug:
             raise
         print(f"error: internal grader error ({type(exc).__name__}: {exc}); rerun with GRADER_DEBUG=1 "
               "for the traceback", file=sys.stderr)

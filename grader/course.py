@@ -27,9 +27,11 @@ def fast_imports() -> None:
 
 def _prepare_nbgrader() -> None:
     """nbgrader shells out to `alembic heads` for each new gradebook (seconds): ask alembic in-process, once."""
+    from streamlab.settings import settings
+
     bindir = str(Path(sys.executable).parent)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    if bindir not in settings.path.split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + settings.path
     import functools
     import warnings
 

@@ -319,6 +319,7 @@ def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = (), boots
     import sys
 
     from streamlab.lab.jars import state_dir
+    from streamlab.settings import settings
 
     from .course import private_tmp
 
@@ -330,7 +331,7 @@ def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = (), boots
     spark_log.touch()
     home = Path.home()
     # workshop.hub.default_root, which imports JupyterHub (absent where no workshop is run).
-    workshop = Path(os.environ.get("STREAMLAB_WORKSHOP_ROOT") or ROOT / ".streamlab" / "workshop")
+    workshop = settings.workshop_root
     box = sandbox.Sandbox(
         readonly=[ROOT, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), state_dir()]
         + ([home] if home != Path("/") else []),
@@ -343,7 +344,7 @@ def make_sandbox(root: Path, source: Path, work: Path, hidden: tuple = (), boots
     from .relay import ports_of
 
     ports = ports_of(bootstrap or "")
-    if ports and not (os.environ.get("STREAMLAB_CLUSTER") == "1" or os.environ.get("SPARK_MASTER")):
+    if ports and not (settings.cluster or settings.spark_master):
         box.relay = (work / ".broker", ports)  # a cluster's executors connect back to the driver: not relayed
     return box, None
 
@@ -544,19 +545,11 @@ def stderr_to(path: Path):
             os.close(saved)
 
 
-@contextmanager
 def setenv(**values: str):
     """Set environment variables for the kernels started inside the block, then restore them."""
-    before = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, old in before.items():
-            if old is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = old
+    from streamlab.settings import set_environment
+
+    return set_environment(**values)
 
 
 def check_environment() -> str:
@@ -575,7 +568,14 @@ def check_environment() -> str:
         raise CouldNotGrade(f"the Kafka broker is not available: {exc}") from None
 
 
-PROGRESS_EVERY_S = float(os.environ.get("STREAMLAB_GRADER_PROGRESS_S") or 30)
+PROGRESS_EVERY_S = None  # $STREAMLAB_GRADER_PROGRESS_S, read when used (progress_every_s); a test may set it here
+
+
+def progress_every_s() -> float:
+    """How often a run says it is still grading: PROGRESS_EVERY_S when a test set it, else the setting's now."""
+    from streamlab.settings import settings
+
+    return PROGRESS_EVERY_S or settings.grader_progress_s
 
 
 def _say(line: str) -> None:
@@ -637,7 +637,7 @@ class Heartbeat:
                 if self._proc is not None:
                     sandbox.end(self._proc)
                 return
-            if self.say and time.monotonic() - last >= PROGRESS_EVERY_S:
+            if self.say and time.monotonic() - last >= progress_every_s():
                 last = time.monotonic()
                 label, running = self._running()
                 self.say(f"… {time.monotonic() - started:.0f} s: running {label} for {running:.0f} s (a cell is "

@@ -12,7 +12,9 @@ from .course import RELEASE, ROOT
 
 def _find(target: str | os.PathLike | None) -> Path:
     if target is None:
-        session = os.environ.get("JPY_SESSION_NAME")  # set by jupyter_server: the notebook's path
+        from streamlab.settings import settings
+
+        session = settings.jupyter_session  # set by jupyter_server: the notebook's path
         if session and Path(session).suffix == ".ipynb" and Path(session).is_file():
             return Path(session)
         here = Path.cwd() / f"{Path.cwd().name}.ipynb"  # kernels run in the notebook's folder, notebooks/<id>/
@@ -27,7 +29,9 @@ def _find(target: str | os.PathLike | None) -> Path:
 
 def _target_or_none(target: str | os.PathLike | None, call: str) -> Path | None:
     """The notebook to grade, or None (said in one line) inside a grading run or when it cannot be found."""
-    if os.environ.get("STREAMLAB_GRADING") == "1":
+    from streamlab.settings import settings
+
+    if settings.grading:
         print(f"{call} is skipped while the grader runs this notebook")
         return None
     try:
@@ -47,8 +51,10 @@ def check(target: str | os.PathLike | None = None, timeout: int | None = None,
         print(f"Grading the last saved version of {path.name} (save first: Ctrl-S) …", flush=True)
     else:
         print("Grading it with the hidden tests in a fresh kernel (a minute or two) …", flush=True)
-    if os.environ.get(HUB_CHECKS) and source is None:
-        return check_on_hub(path, os.environ[HUB_CHECKS])
+    from streamlab.settings import settings
+
+    if settings.check_url and source is None:
+        return check_on_hub(path, settings.check_url)
     cmd = [sys.executable, "-m", "grader"] + (["--source", str(source)] if source else []) + ["check", str(path)]
     if timeout:
         cmd += ["--timeout", str(timeout)]
@@ -64,7 +70,6 @@ def check(target: str | os.PathLike | None = None, timeout: int | None = None,
     return done.returncode
 
 
-HUB_CHECKS = "STREAMLAB_CHECK_URL"  # set by a workshop hub's spawner: its checks service (workshop/checks.py)
 HUB_CHECK_WAIT_S = 1800  # a room's checks queue for the hub's few grading slots
 
 

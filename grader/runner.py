@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import os
 import threading
 import time
 from contextlib import ExitStack, contextmanager
@@ -226,8 +225,22 @@ def run(nb, tests: dict[str, Test], owners: dict[str, str], workdir: Path, timeo
     return outcome
 
 
-MEMORY_LIMIT_GIB = float(os.environ.get("STREAMLAB_GRADER_MEMORY_GIB") or 4)  # the kernel, its Spark JVM, children
-OUTPUT_LIMIT_BYTES = int(os.environ.get("STREAMLAB_GRADER_OUTPUT_BYTES") or 2_000_000)  # per cell
+# The grader's limits, read from the settings when used ($STREAMLAB_GRADER_MEMORY_GIB: the kernel, its Spark JVM and
+# children; $STREAMLAB_GRADER_OUTPUT_BYTES: per cell). A test may set MEMORY_LIMIT_GIB or OUTPUT_LIMIT_BYTES here.
+_LIMITS = {"MEMORY_LIMIT_GIB": "grader_memory_gib", "OUTPUT_LIMIT_BYTES": "grader_output_bytes"}
+
+
+def __getattr__(name: str):
+    if name in _LIMITS:
+        return _limit(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _limit(name: str):
+    """One of the grader's limits: the value a test set on this module, else the setting's now."""
+    from streamlab.settings import settings  # not at import: streamlab's package brings the lab with it
+
+    return globals()[name] if name in globals() else getattr(settings, _LIMITS[name])
 
 
 def _kernel_pid(km) -> int | None:
@@ -252,7 +265,7 @@ class MemoryWatchdog:
 
     def __init__(self, pid: int | None, limit_gib: float | None = None, every: float = 0.5):
         self.pid, self.every = pid, every
-        self.limit_gib = MEMORY_LIMIT_GIB if limit_gib is None else limit_gib
+        self.limit_gib = _limit("MEMORY_LIMIT_GIB") if limit_gib is None else limit_gib
         self.tripped: str | None = None
         self.peak = 0
         self.cell = "a cell"
@@ -314,12 +327,13 @@ def _limited_client_class():
             content = msg.get("content", {})
             size = len(str(content.get("text", ""))) + sum(len(str(v)) for v in content.get("data", {}).values())
             sizes[cell_index] = sizes.get(cell_index, 0) + size
-            if sizes[cell_index] > OUTPUT_LIMIT_BYTES:
-                if sizes[cell_index] - size <= OUTPUT_LIMIT_BYTES:
+            limit = _limit("OUTPUT_LIMIT_BYTES")
+            if sizes[cell_index] > limit:
+                if sizes[cell_index] - size <= limit:
                     from nbformat.v4 import new_output
 
                     outs.append(new_output("stream", name="stderr", text=(
-                        f"\n[the check kept the first {OUTPUT_LIMIT_BYTES // 1_000_000} MB of this cell's output "
+                        f"\n[the check kept the first {limit // 1_000_000} MB of this cell's output "
                         "and dropped the rest]\n")))
                 return None
             return super().output(outs, msg, display_id, cell_index)

@@ -158,7 +158,9 @@ def end(proc: subprocess.Popen) -> None:
 def reached() -> list[Path]:
     """What an unprivileged account needs to run the course: the Python installation, the virtualenv, the course,
     Java (a sandboxed grading run as `streamlab-grader`, a workshop learner's server behind its walls)."""
-    java = os.environ.get("JAVA_HOME") or (os.path.dirname(os.path.dirname(os.path.realpath(shutil.which("java"))))
+    from streamlab.settings import settings
+
+    java = settings.java_home or (os.path.dirname(os.path.dirname(os.path.realpath(shutil.which("java"))))
                                             if shutil.which("java") else None)
     course = Path(__file__).resolve().parents[1]
     found = [Path(sys.base_prefix), Path(sys.prefix), course, *([Path(java)] if java else [])]
