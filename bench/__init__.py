@@ -646,7 +646,9 @@ def _containers(native: dict[str, float]) -> None:
 
     Only where the engine can be had (Debian, root); STREAMLAB_BENCH_CONTAINERS=0 skips it (a cold build takes
     minutes)."""
-    if os.environ.get("STREAMLAB_BENCH_CONTAINERS") == "0":
+    from streamlab.settings import settings
+
+    if not settings.bench_containers:
         print("containers: skipped (STREAMLAB_BENCH_CONTAINERS=0)")
         return
     container_measure().run(native)

@@ -76,7 +76,10 @@ FIRST_READ = ("from streamlab.lab.producer import produce\n"
 
 def workshop_section() -> None:
     """Measure and print the workshop figures (STREAMLAB_BENCH_WORKSHOP=0 skips them)."""
-    if os.environ.get("STREAMLAB_BENCH_WORKSHOP") == "0":
+    from streamlab.settings import Settings as LabSettings
+    from streamlab.settings import settings as lab_settings  # `settings` below is the workshop's
+
+    if not lab_settings.bench_workshop:
         print("workshop: skipped (STREAMLAB_BENCH_WORKSHOP=0)")
         return
     import logging
@@ -96,7 +99,7 @@ def workshop_section() -> None:
     settings = Settings(root=str(root), hub_port=free_port(), proxy_api_port=free_port(), hub_api_port=free_port(),
                         kafka_port=free_port(), controller_port=free_port(), instructor="teacher",
                         spark_cores=1, spark_memory="512m")
-    saved = os.environ.get("STREAMLAB_WORKSHOP_ROOT")
+    saved = LabSettings.workshop_root.raw()
     os.environ["STREAMLAB_WORKSHOP_ROOT"] = str(root)
     try:
         began = time.perf_counter()

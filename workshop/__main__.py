@@ -10,6 +10,7 @@ from pathlib import Path
 
 from streamlab.errors import LabError
 from streamlab.lab.machine import interrupt_on_termination
+from streamlab.settings import settings as lab_settings  # `settings` in this module is a workshop's
 from workshop import disks
 from workshop.hub import VENV_BIN, Settings, default_root, write_config
 
@@ -64,7 +65,7 @@ def start(settings: Settings, timeout: float = 120.0) -> subprocess.Popen:
     _owner_only(room.folder)
     env = dict(os.environ, STREAMLAB_WORKSHOP_ROOT=settings.root,
                CONFIGPROXY_AUTH_TOKEN=_secret(hub / "proxy.token"),
-               PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+               PATH=f"{VENV_BIN}{os.pathsep}{lab_settings.path}")
     for key in ("STREAMLAB_TOPIC_PREFIX", "STREAMLAB_KAFKA_OPTIONS", "KAFKA_BOOTSTRAP"):
         env.pop(key, None)
     with os.fdopen(os.open(hub / "hub.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:

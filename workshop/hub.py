@@ -86,8 +86,10 @@ class Settings:
 
 
 def default_root() -> Path:
-    """$STREAMLAB_WORKSHOP_ROOT, else .workshop beside the code."""
-    return Path(os.environ.get("STREAMLAB_WORKSHOP_ROOT") or REPO / ".streamlab" / "workshop")
+    """$STREAMLAB_WORKSHOP_ROOT, else .streamlab/workshop beside the code."""
+    from streamlab.settings import settings
+
+    return settings.workshop_root
 
 
 def proxy_command() -> str:
@@ -309,8 +311,7 @@ class WorkshopSpawner(LocalProcessSpawner):
     notebooks, Kafka credentials on the room's broker, and limits (memory via a cgroup, Spark's cores and heap)."""
 
     def _settings(self) -> Settings:
-        return Settings.load(default_root() if not os.environ.get("STREAMLAB_WORKSHOP_ROOT")
-                             else os.environ["STREAMLAB_WORKSHOP_ROOT"])
+        return Settings.load(default_root())
 
     @property
     def system_name(self) -> str:
@@ -343,6 +344,8 @@ class WorkshopSpawner(LocalProcessSpawner):
     def _fill_home(self, settings: Settings, name: str, home: Path) -> dict:
         """_prepare's work in the learner's home, as root: every path there through workshop.homes,
         which follows no link the learner planted (a link on the way is refused)."""
+        from streamlab.settings import settings as lab_settings  # `settings` here is the workshop's
+
         from workshop import kafka
 
         unbounded = disks.attach(settings.root, name, home, settings.home_limit)
@@ -376,7 +379,7 @@ class WorkshopSpawner(LocalProcessSpawner):
             "PATH": f"{VENV_BIN}{os.pathsep}/usr/local/bin:/usr/bin:/bin",
             "VIRTUAL_ENV": str(VENV_BIN.parent),
             "PYTHONPATH": str(REPO),
-            **({"JAVA_HOME": os.environ["JAVA_HOME"]} if os.environ.get("JAVA_HOME") else {}),
+            **({"JAVA_HOME": lab_settings.java_home} if lab_settings.java_home else {}),
         }
 
     def user_env(self, env):

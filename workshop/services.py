@@ -116,8 +116,10 @@ def _until_orphaned(server: Server, parent: int) -> None:
 
 def address(usage: str) -> tuple[int, str] | None:
     """(the port of $JUPYTERHUB_SERVICE_URL on 127.0.0.1, $JUPYTERHUB_API_URL), or None after printing `usage`."""
-    url = urllib.parse.urlsplit(os.environ.get("JUPYTERHUB_SERVICE_URL", ""))
-    api = os.environ.get("JUPYTERHUB_API_URL", "")
+    from streamlab.settings import settings
+
+    url = urllib.parse.urlsplit(settings.hub_service_url)
+    api = settings.hub_api_url
     if url.hostname != "127.0.0.1" or not url.port or not api:
         print(f"usage: {usage}, started by the hub (it sets JUPYTERHUB_SERVICE_URL on 127.0.0.1 and "
               "JUPYTERHUB_API_URL)", file=sys.stderr)
