@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from streamlab.course.checks import FAIL, FORM, PASS, expect, judging, report
+from streamlab.settings import settings
 
 ROUNDS_ENV = "STREAMLAB_QUIZ_ROUNDS"  # the grader sets it ({question: round}) for the run it grades
 SHUFFLED_ENV = "STREAMLAB_QUIZ_SHUFFLED"  # and this: the questions the notebook shows with options(), comma-separated
@@ -55,14 +56,8 @@ def load_record(path: Path | None = None) -> dict[str, dict]:
 
 def rounds(assignment: str) -> dict[str, int]:
     """{question: round} of an assignment: what the grader passed ($STREAMLAB_QUIZ_ROUNDS), else the record's."""
-    raw = os.environ.get(ROUNDS_ENV)
-    if raw is not None:
-        try:
-            given = json.loads(raw or "{}")
-        except ValueError:
-            given = {}
-        return {str(q): int(r) for q, r in given.items()} if isinstance(given, dict) else {}
-    return recorded_rounds(assignment)
+    given = settings.quiz_rounds
+    return recorded_rounds(assignment) if given is None else given
 
 
 def recorded_rounds(assignment: str, path: Path | None = None) -> dict[str, int]:
@@ -157,8 +152,8 @@ def options(name: str, texts: list[str]) -> None:
 def shuffled(name: str) -> bool:
     """Whether the learner saw this question's options in her own order: the grader names those questions (a
     notebook whose options are lettered in its markdown shows them in its own order); outside the grader, yes."""
-    listed = os.environ.get(SHUFFLED_ENV)
-    return listed is None or name in listed.split(",")
+    listed = settings.quiz_shuffled
+    return listed is None or name in listed
 
 
 def _moved_on(name: str) -> int | None:
@@ -238,7 +233,7 @@ def self_check(name: str) -> None:
     options = [asked.options[i] for i in shown]
     key = letters[shown.index(letters.index(asked.key))]
     lines = [f"Check yourself: {asked.question}"] + [f"  {letter}) {text}" for letter, text in zip(letters, options)]
-    if judging() or os.environ.get("STREAMLAB_GRADING"):  # a graded run: no one clicks
+    if judging() or settings.grading:  # a graded run: no one clicks
         print("\n".join(lines))
         return
     try:

@@ -22,6 +22,8 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from streamlab.settings import settings
+
 SEED_ENV = "STREAMLAB_SEED"
 ASSIGNMENT_ENV = "STREAMLAB_ASSIGNMENT"
 
@@ -64,9 +66,9 @@ def _save(path: Path, data: dict) -> None:
 
 def current_assignment() -> str:
     """The assignment id of the running notebook ($STREAMLAB_ASSIGNMENT, the notebook's file name, or its folder)."""
-    if os.environ.get(ASSIGNMENT_ENV):
-        return os.environ[ASSIGNMENT_ENV]
-    session = os.environ.get("JPY_SESSION_NAME")  # jupyter_server sets it to the notebook's path
+    if settings.assignment:
+        return settings.assignment
+    session = settings.jupyter_session  # jupyter_server sets it to the notebook's path
     if session and session.endswith(".ipynb"):
         return Path(session).stem
     return Path.cwd().name
@@ -95,13 +97,8 @@ def stored_seed(assignment: str, create: bool = True) -> int | None:
 
 def seed_for(assignment: str) -> int:
     """The seed in force for `assignment`: $STREAMLAB_SEED when set, else this machine's stored one."""
-    raw = os.environ.get(SEED_ENV, "").strip()
-    if raw:
-        try:
-            return int(raw)
-        except ValueError:
-            raise ValueError(f"{SEED_ENV}={raw!r} is not a whole number; unset it or give e.g. 1234") from None
-    return stored_seed(assignment)
+    given = settings.seed  # a whole number, or a ValueError naming the variable
+    return stored_seed(assignment) if given is None else given
 
 
 def new_variant(assignment: str | None = None) -> int:

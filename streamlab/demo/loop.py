@@ -9,7 +9,6 @@ demo's own alert naming the cause and the fix, so that `wait()` returns at once 
 """
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -19,6 +18,8 @@ from typing import Callable
 from streamlab.demo import settings as _settings
 from streamlab.demo.settings import knob_text as _knob_text
 from streamlab.observe import lag as _lag
+from streamlab.settings import Settings as _LabSettings
+from streamlab.settings import settings as _lab_settings
 
 FIRST_BATCH_WAIT_S = 90  # how long a demo waits for its first batch before its own duration starts
 REDRAW_EVERY_S = 1.0  # the chart is redrawn at most once a second...
@@ -41,7 +42,7 @@ DEMO_SECONDS_ENV = "STREAMLAB_DEMO_SECONDS"  # a cap on a demo where nobody play
 def nobody_watches() -> bool:
     """A graded run, or a run capped by $STREAMLAB_DEMO_SECONDS (a test's Run All, the site's): no one sees the chart
     until the demo ends, so it is drawn once, then (a quarter of a demo's kernel CPU went to redraws no one saw)."""
-    return os.environ.get("STREAMLAB_GRADING") == "1" or bool(os.environ.get(DEMO_SECONDS_ENV, "").strip())
+    return _lab_settings.grading or _LabSettings.demo_seconds.is_set()
 
 
 def redraw_interval(draw_seconds: float) -> float:

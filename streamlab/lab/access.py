@@ -16,17 +16,17 @@ Without the variables nothing here changes anything.
 """
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 from streamlab import patches
 from streamlab.errors import LabError
+from streamlab.settings import settings
 
 
 def topic_prefix() -> str:
     """The prefix of every name this learner may use on a shared cluster ('' outside a workshop)."""
-    return os.environ.get("STREAMLAB_TOPIC_PREFIX", "")
+    return settings.topic_prefix
 
 
 def prefixed(name: str) -> str:
@@ -38,7 +38,7 @@ def prefixed(name: str) -> str:
 
 def kafka_options() -> dict[str, str]:
     """The Spark `kafka.*` options of $STREAMLAB_KAFKA_OPTIONS ({} when unset), or a LabError naming the file."""
-    path = os.environ.get("STREAMLAB_KAFKA_OPTIONS")
+    path = settings.kafka_options
     if not path:
         return {}
     try:

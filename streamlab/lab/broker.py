@@ -26,8 +26,8 @@ from streamlab.lab.kraft import log_tail as _log_tail
 from streamlab.lab.kraft import start_lock as _start_lock
 from streamlab.lab.kraft import terminate as _terminate
 from streamlab.lab.kraft import kafka_request as _kafka_request
+from streamlab.settings import settings
 
-DEFAULT_PORT = 9092
 START_TIMEOUT_S = 60.0  # a cold start on a loaded 2-core machine can pass 30 s
 KINDS = ("kafka", "noida")
 # A small broker: it shares two cores and the memory with Spark and the notebook kernels.
@@ -36,14 +36,7 @@ KAFKA_HEAP = ["-Xms64m", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=
 
 def broker_port() -> int:
     """The lab broker's port: $STREAMLAB_BROKER_PORT, else 9092."""
-    raw = os.environ.get("STREAMLAB_BROKER_PORT", str(DEFAULT_PORT))
-    try:
-        port = int(raw)
-    except ValueError:
-        raise LabError(f"STREAMLAB_BROKER_PORT={raw!r} is not a port number: set it to e.g. 9093") from None
-    if not 0 < port < 65536:
-        raise LabError(f"STREAMLAB_BROKER_PORT={port} is out of range: set it to e.g. 9093")
-    return port
+    return settings.broker_port
 
 
 def broker_kind() -> str:
@@ -212,7 +205,7 @@ def _our_pid(kind: str, port: int) -> int | None:
 
 def external_bootstrap() -> str | None:
     """$KAFKA_BOOTSTRAP, when the lab is pointed at a broker it does not manage."""
-    return os.environ.get("KAFKA_BOOTSTRAP") or None
+    return settings.kafka_bootstrap
 
 
 def ensure_broker(kind: str | None = None, port: int | None = None) -> str:

@@ -34,6 +34,7 @@ import struct
 from pathlib import Path
 
 from streamlab.lab.machine import java_binary, state_dir
+from streamlab.settings import settings
 
 MAGIC = 0xF00BABA8  # the first 4 bytes of a JDK dynamic archive (CDS_DYNAMIC_ARCHIVE_MAGIC), little-endian
 MIN_SIZE = 1 << 20  # an archive of a real JVM's classes is tens of MB; anything this small is a broken file
@@ -42,7 +43,7 @@ DUMP_TIMEOUT_S = 600  # a dump on a loaded 2-core machine took 130 s
 
 def enabled() -> bool:
     """False when $STREAMLAB_CDS is off (or 0, false, no): every JVM then starts without an archive."""
-    return os.environ.get("STREAMLAB_CDS", "").strip().lower() not in ("off", "0", "false", "no")
+    return settings.cds
 
 
 def folder() -> Path:

@@ -35,6 +35,7 @@ from streamlab.errors import LabError, first_line
 from streamlab.lab.kraft import (CLUSTER_ID, LOG4J, java_command, kafka_request, kraft_properties, last_lines,
                                  start_lock, terminate)
 from streamlab.lab.machine import java_binary, state_dir
+from streamlab.settings import settings
 
 NODES = 3
 WORKERS = 2
@@ -45,17 +46,6 @@ WORKER_MEMORY = "512m"
 EXECUTOR_MEMORY = "512m"  # Spark refuses less than 450 MiB (UnifiedMemoryManager.getMaxMemory)
 ADMIN_USER = "admin"
 SCRAM_MECHANISM = "SCRAM-SHA-512"
-
-
-def _env_port(name: str, default: int) -> int:
-    raw = os.environ.get(name, str(default))
-    try:
-        port = int(raw)
-    except ValueError:
-        raise LabError(f"{name}={raw!r} is not a port number: set it to e.g. {default}") from None
-    if not 0 < port < 65530:
-        raise LabError(f"{name}={port} is out of range: set it to e.g. {default}")
-    return port
 
 
 @dataclass(frozen=True)
@@ -72,9 +62,7 @@ class Ports:
 
 def ports() -> Ports:
     """The cluster's ports, from $STREAMLAB_CLUSTER_PORT, $STREAMLAB_SPARK_PORT and $STREAMLAB_SPARK_UI_PORT."""
-    first = _env_port("STREAMLAB_CLUSTER_PORT", 9292)
-    master = _env_port("STREAMLAB_SPARK_PORT", 7077)
-    ui = _env_port("STREAMLAB_SPARK_UI_PORT", 8080)
+    first, master, ui = settings.cluster_port, settings.spark_port, settings.spark_ui_port
     return Ports(tuple(first + i for i in range(NODES)), tuple(first + NODES + i for i in range(NODES)),
                  master, ui, tuple(master + 1 + i for i in range(WORKERS)), tuple(ui + 1 + i for i in range(WORKERS)))
 
@@ -96,7 +84,7 @@ def master_url() -> str:
 
 def wanted() -> bool:
     """Whether the lab runs on the cluster ($STREAMLAB_CLUSTER=1, set by setup(cluster=True))."""
-    return os.environ.get("STREAMLAB_CLUSTER", "").strip().lower() in ("1", "true", "yes")
+    return settings.cluster
 
 
 # --- processes -------------------------------------------------------------------------------------------------

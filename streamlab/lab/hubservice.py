@@ -8,9 +8,10 @@ each caller only words what it asked for around that line.
 from __future__ import annotations
 
 import json
-import os
 import urllib.error
 import urllib.request
+
+from streamlab.settings import settings
 
 
 class Refused(Exception):
@@ -24,7 +25,7 @@ class Unanswered(Exception):
 def ask(url: str, body: dict, timeout: float) -> dict:
     """POST `body` to the hub service at `url` with this server's token; its JSON answer, or Refused / Unanswered."""
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers={
-        "Content-Type": "application/json", "Authorization": f"token {os.environ.get('JUPYTERHUB_API_TOKEN', '')}"})
+        "Content-Type": "application/json", "Authorization": f"token {settings.hub_api_token}"})
     try:
         with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=timeout) as answer:
             return json.load(answer)

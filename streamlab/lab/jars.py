@@ -9,7 +9,6 @@ nothing is downloaded while it runs.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from streamlab.errors import LabError
 from streamlab.lab.machine import ROOT, in_ci, java_binary, state_dir
+from streamlab.settings import settings
 
 # The broker's version: the `apache/kafka` image of docker-compose.yml uses the same one
 # (tests/unit/test_pins.py fails when they drift).
@@ -209,7 +209,7 @@ def _mkdir(path: Path) -> Path:
 
 def needed_bundles() -> list[Bundle]:
     """The connector's bundle, and the broker's unless $KAFKA_BOOTSTRAP names a broker the lab does not run."""
-    if os.environ.get("KAFKA_BOOTSTRAP"):
+    if settings.kafka_bootstrap:
         return [connector_bundle()]
     return [connector_bundle(), broker_bundle()]
 

@@ -10,18 +10,19 @@ import signal
 from pathlib import Path
 
 from streamlab.errors import LabError
+from streamlab.settings import settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def state_dir() -> Path:
     """The project's git-ignored state folder ($STREAMLAB_HOME, else .streamlab beside the code)."""
-    return Path(os.environ.get("STREAMLAB_HOME") or ROOT / ".streamlab")
+    return settings.home
 
 
 def java_binary() -> str:
     """The `java` that Spark and the broker start ($JAVA_HOME's, else the one on PATH), or a LabError."""
-    home = os.environ.get("JAVA_HOME")
+    home = settings.java_home
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     if home and not (Path(java).is_file() and os.access(java, os.X_OK)):
         found = shutil.which("java")
@@ -36,7 +37,7 @@ def java_binary() -> str:
 
 def in_ci() -> bool:
     """Whether this runs under CI ($CI set true), where the real stack is required and no fallback is taken."""
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
+    return settings.ci
 
 
 def interrupt_on_termination() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from streamlab.errors import LabError
 from streamlab.lab.machine import in_ci, java_binary  # noqa: F401 (also their old address: session.in_ci)
+from streamlab.settings import settings
 
 SPARK_VERSION = "4.2.0"
 CONNECTOR_CLASS = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
@@ -79,7 +80,7 @@ def session_conf(master: str) -> dict:
         "spark.default.parallelism": "2",
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
-        "spark.ui.enabled": os.environ.get("STREAMLAB_SPARK_UI", "false"),
+        "spark.ui.enabled": settings.spark_ui,
         "spark.ui.host": "127.0.0.1",
         # -Xss: stopping a query whose foreachBatch is running can overflow the stream execution thread's
         # default 1 MB stack in java.util.regex, printing a 1024-frame trace at every stop.
@@ -106,7 +107,7 @@ def session_conf(master: str) -> dict:
     # (PySpark ships none) every FileContext rename forks `readlink` four times and every new file `chmod`, about
     # ten processes a micro-batch: 40 % of a small batch's driver CPU here (`make bench`, "checkpoint CPU"). Not on a
     # Spark cluster of your own (SPARK_MASTER), whose checkpoints may live on a store where Spark's default matters.
-    if not os.environ.get("SPARK_MASTER"):
+    if not settings.spark_master:
         conf["spark.sql.streaming.checkpointFileManagerClass"] = CHECKPOINT_FILE_MANAGER
     _enable_delta(conf, master)
     if master.startswith("spark://"):
@@ -118,7 +119,7 @@ def session_conf(master: str) -> dict:
             "spark.cores.max": "2",
             "spark.executor.extraJavaOptions": "-Xss16m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
         })
-        if not os.environ.get("SPARK_MASTER"):  # the lab's cluster: what a killed executor leaves goes with it
+        if not settings.spark_master:  # the lab's cluster: what a killed executor leaves goes with it
             from streamlab.lab import cluster
 
             conf["spark.executor.extraJavaOptions"] += f" -Djava.io.tmpdir={cluster.temporary_folder()}"
@@ -163,7 +164,7 @@ def _await_executors(session, master: str) -> None:
     context = session.sparkContext
     if context.getConf().get("spark.dynamicAllocation.enabled", "false") == "true":
         return  # executors come with the first job, not before
-    lab_cluster = master == cluster.master_url() and not os.environ.get("SPARK_MASTER")
+    lab_cluster = master == cluster.master_url() and not settings.spark_master
     began = time.monotonic()
     while context._jsc.sc().getExecutorMemoryStatus().size() < 2:  # the driver's block manager counts as one
         waited = time.monotonic() - began
@@ -181,23 +182,21 @@ def _await_executors(session, master: str) -> None:
 
 def _cap_for_workshop(conf: dict) -> None:
     """A workshop's spawner caps each learner's Spark: $STREAMLAB_SPARK_CORES cores, $STREAMLAB_SPARK_MEMORY heap."""
-    raw = os.environ.get("STREAMLAB_SPARK_CORES", "").strip()
+    raw = settings.spark_cores  # a whole number above 0, or a LabError naming the variable
     if raw:
-        if not raw.isdigit() or int(raw) < 1:
-            raise LabError(f"STREAMLAB_SPARK_CORES={raw!r} is not a whole number of cores above 0: set it to e.g. 1")
         if conf["spark.master"].startswith("local"):
             conf["spark.master"] = f"local[{raw}]"
         conf["spark.cores.max"] = raw  # what a standalone master (the cluster lab's) honours
         conf["spark.default.parallelism"] = raw
-    if os.environ.get("STREAMLAB_SPARK_MEMORY"):
-        conf["spark.driver.memory"] = os.environ["STREAMLAB_SPARK_MEMORY"]
+    if settings.spark_memory:
+        conf["spark.driver.memory"] = settings.spark_memory
 
 
 def spark_master() -> str:
     """Where a new session runs: $SPARK_MASTER (a team's cluster), the lab's cluster ($STREAMLAB_CLUSTER=1), or
     local[2]."""
-    if os.environ.get("SPARK_MASTER"):
-        return os.environ["SPARK_MASTER"]
+    if settings.spark_master:
+        return settings.spark_master
     from streamlab.lab import cluster
 
     if cluster.wanted():
@@ -282,9 +281,7 @@ def chosen_engine() -> tuple[str, str]:
     """
     from streamlab.lab.jars import needed_bundles
 
-    asked = os.environ.get("STREAMLAB_ENGINE", "").strip().lower()
-    if asked not in ("", "connector", "offline"):
-        raise LabError(f"STREAMLAB_ENGINE={asked!r} is not an engine: use connector (the default) or offline.")
+    asked = settings.engine  # '', connector or offline, or a LabError naming the variable
     if asked == "offline":
         return "offline", "STREAMLAB_ENGINE=offline"
     for bundle in needed_bundles():
@@ -300,7 +297,7 @@ def chosen_engine() -> tuple[str, str]:
 def engine(session=None) -> str:
     """'connector' when Spark's own Kafka connector serves format("kafka"), else 'offline'."""
     session = session or spark()
-    if os.environ.get("STREAMLAB_ENGINE", "").strip().lower() == "offline":
+    if settings.engine == "offline":
         return "offline"
     return "connector" if _connector_on_classpath(session) else "offline"
 

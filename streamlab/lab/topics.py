@@ -1,7 +1,6 @@
 """Create, grow, describe and delete topics on the lab's broker."""
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from contextlib import contextmanager
@@ -9,6 +8,7 @@ from contextlib import contextmanager
 from streamlab.lab import access
 from streamlab.lab.broker import ensure_broker
 from streamlab.lab.wait import wait_until
+from streamlab.settings import settings
 
 access.install_clients()  # a workshop's SCRAM credentials on every kafka-python client (nothing outside one)
 
@@ -59,8 +59,8 @@ def add_partitions(name: str, total: int, bootstrap: str | None = None) -> None:
 
     client = admin(bootstrap)
     try:
-        if os.environ.get("STREAMLAB_PARTITIONS_URL"):
-            _grow_on_hub(os.environ["STREAMLAB_PARTITIONS_URL"], name, total)
+        if settings.partitions_url:
+            _grow_on_hub(settings.partitions_url, name, total)
         else:
             client.create_partitions({name: NewPartitions(total)})
         _wait(lambda: len(_partitions(client, name)) >= total)
@@ -74,7 +74,7 @@ def _grow_on_hub(url: str, name: str, total: int) -> None:
     from streamlab.errors import LabError
     from streamlab.lab import hubservice
 
-    if not os.environ.get("JUPYTERHUB_API_TOKEN"):
+    if not settings.hub_api_token:
         raise LabError(f"cannot grow {name} to {total} partitions: this server has no $JUPYTERHUB_API_TOKEN for "
                        "the hub's partitions service (start it from the hub)")
     try:
