@@ -16,6 +16,13 @@ appends each batch to a table (SQLite, `Incident.table`), and every few batches 
 and before Spark writes `commits/N`; a supervisor restarts the query, batch N runs again with the same offsets, and
 its rows land twice. The fix keys the table by (topic, partition, offset) and upserts: crashes go on, duplicates stop.
 
+The cluster fault (`broker-lost`, in `CLUSTER_ONLY`) runs only on the lab's cluster (setup(cluster=True)): once
+the query has read a few batches, the broker leading partition 0 of its topic is killed (kill -9) and stays down.
+Spark's consumers follow the new leader, so nothing fails; what shows is the brokers' own view (`brokers()`: a
+short ISR, the leaders moved) and a slow batch in the progress. The fix starts the broker again and the ISR fills
+up while the query reads on. A round on the single broker never draws it, and naming it there is refused in one
+line.
+
 Everything an incident starts goes through the lab's registries: the topics through `lab.lifecycle.new_topic`,
 the checkpoint through `new_checkpoint`, the producer is a `BackgroundProducer` and the query a Spark query, so
 `streamlab.cleanup()` and the kernel's exit handler stop them; the incident's own watcher thread ends when its
@@ -51,6 +58,8 @@ CAUSES = {
     "latest-on-new-checkpoint": "the query was restarted on a new checkpoint with startingOffsets=latest and "
                                 "skipped the backlog",
     "producer-retries": "the producer retried sends without idempotence and wrote some records twice to the topic",
+    "broker-lost": "a broker died: the partitions it led moved to another replica, and their ISR is a replica short",
+    "executor-lost": "an executor died: its tasks ran again on another executor and its Worker started a new one",
 }
 FIXES = {
     "raise-cap": "raise maxOffsetsPerTrigger above the input rate (or remove it) and restart the query",
@@ -64,6 +73,9 @@ FIXES = {
     "shorter-trigger": "shorten the trigger interval",
     "restart-from-earliest": "restart on a new checkpoint with startingOffsets=earliest",
     "drop-duplicates-in-batch": "dropDuplicates() on the batch before writing it",
+    "restart-broker": "start the lost broker again: it catches up from the leaders and rejoins the ISR; the query "
+                      "needs no change",
+    "lower-min-isr": "lower min.insync.replicas to 1 so that writes go on with a single replica",
 }
 
 
@@ -90,7 +102,13 @@ FAULTS = {
     "replayed-batch": Fault("replayed-batch", "idempotent-sink",
                             "The orders job keeps crashing and its supervisor restarts it. Billing says some "
                             "customers were charged twice."),
+    "broker-lost": Fault("broker-lost", "restart-broker",
+                         "The orders dashboard froze for a few seconds a moment ago, and the Kafka team's alert is "
+                         "still red."),
 }
+# Faults that need the lab's cluster (three brokers, Spark executors): the single-broker round never draws them.
+CLUSTER_ONLY = frozenset({"broker-lost"})
+KILL_AFTER_BATCHES = 2  # broker-lost: the leader of partition 0 is killed once this many batches read rows
 
 CRASH_EVERY = 4  # replayed-batch: the driver dies after the sink's write of every 4th batch, before commits/N
 SINK_TABLE = "orders"  # replayed-batch: the sink's table, in a SQLite file (Incident.table)
@@ -124,14 +142,30 @@ def menu() -> None:
 _current: list = []  # the one incident running in this kernel (starting another stops it)
 
 
+def on_cluster() -> bool:
+    """Whether this kernel's lab runs on the cluster (setup(cluster=True)), where the cluster-only faults can run."""
+    from streamlab.lab import cluster
+
+    return cluster.wanted() and cluster.folder().exists()
+
+
+def drawable(cluster: bool) -> list[str]:
+    """The faults a round may draw: the cluster-only ones only on the cluster (the others keep their seeds)."""
+    return sorted(f for f in FAULTS if cluster or f not in CLUSTER_ONLY)
+
+
 def start(spark, bootstrap: str, seed: int | None = None, fault: str | None = None) -> "Incident":
     """Start a pipeline with one fault (drawn from `seed`, or the named `fault`) and return the incident."""
     if fault is not None and fault not in FAULTS:
         raise LabError(f"fault={fault!r} is not one this round injects: give one of {', '.join(FAULTS)}, "
                        "or None to draw one")
+    cluster = on_cluster()
+    if fault in CLUSTER_ONLY and not cluster:
+        raise LabError(f"fault={fault!r} needs the lab's cluster: run the setup cell with "
+                       "streamlab.setup(cluster=True), or leave fault out to draw a single-broker one")
     if seed is None:
         seed = random.SystemRandom().randrange(10_000)
-    chosen = fault or random.Random(seed).choice(sorted(FAULTS))
+    chosen = fault or random.Random(seed).choice(drawable(cluster))
     for old in list(_current):
         old.stop()
     incident = Incident(spark, bootstrap, chosen, seed)
@@ -278,6 +312,11 @@ class Incident:
         self._crashes: list[tuple[int, float]] = []  # (batch id, when) of each simulated crash
         self._query_lock = threading.RLock()
         self._retention_ms: int | None = None  # retention-gap: the topic's retention.ms, as last set
+        self.killed_node: int | None = None  # broker-lost: the broker killed (it stays down until the fix)
+        self.killed_at: float | None = None  # broker-lost: seconds from start to the kill
+        self.detected_after_kill_s: float | None = None  # broker-lost: seconds from the kill until the symptom
+        self._kill_error = ""
+        self._kill_batch = -1  # broker-lost: the last batch done before the kill
 
     # -- what the candidate sees ------------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -292,7 +331,9 @@ class Incident:
         return (f"incident #{self.seed}: {FAULTS[self._fault].story}\n"
                 f"  input topic {self.topic}; checkpoint {self.checkpoint}; query name 'incident'\n"
                 f"  time box {TIME_BOX_S // 60} min; answer with incident.diagnose(cause, fix) "
-                "(incidents.menu() lists the ids)")
+                "(incidents.menu() lists the ids)"
+                + ("\n  on the cluster: incident.brokers() is the brokers' view (leader, replicas, ISR)"
+                   if on_cluster() else ""))
 
     def output(self) -> dict:
         """What reached the sink, per topic: rows, distinct ids, duplicate copies, and ids missing between the
@@ -306,6 +347,19 @@ class Incident:
                           "duplicates": len(ids) - len(distinct),
                           "missing": (max(distinct) - min(distinct) + 1 - len(distinct)) if distinct else 0}
         return out
+
+    def brokers(self) -> dict:
+        """The brokers' own view of the input topic: per partition its leader, replicas and in-sync replicas."""
+        from streamlab.lab.topics import admin
+
+        client = admin(self.bootstrap)
+        try:
+            described = client.describe_topics([self.topic])
+        finally:
+            client.close()
+        return {part["partition_index"]: {"leader": part["leader_id"], "replicas": sorted(part["replica_nodes"]),
+                                          "isr": sorted(part["isr_nodes"])}
+                for topic in described for part in sorted(topic["partitions"], key=lambda p: p["partition_index"])}
 
     def watch(self, seconds: float = 20.0, every: float = 5.0) -> None:
         """Print one line every `every` s for `seconds` s once a first batch is done: the last batch, its rows, the
@@ -383,6 +437,8 @@ class Incident:
         seen, evidence = getattr(self, f"_sees_{self._fault.replace('-', '_')}")()
         if seen and self.detected_s is None:
             self.detected_s = round(self.elapsed(), 1)
+            if self.killed_at is not None:
+                self.detected_after_kill_s = round(self.detected_s - self.killed_at, 1)
         return seen, evidence
 
     def wait_for_symptom(self, timeout: float = 90.0) -> str:
@@ -415,6 +471,11 @@ class Incident:
         self._end_transaction(commit=False)
         if self._watcher is not None and self._watcher is not threading.current_thread():
             self._watcher.join(timeout=10)
+        try:
+            self._restart_killed()  # the cluster is left whole, fixed or not
+        except Exception as exc:
+            print(f"⚠  broker {self.killed_node} did not start again ({first_line(exc)}): "
+                  "`python -m streamlab cluster start` starts it")
         left = delete_within(self.topics, self.bootstrap, timeout=10.0) if self.topics else []
         for name in self.topics:
             if name in lifecycle._made_topics and name not in left:
@@ -435,11 +496,11 @@ class Incident:
         self.started = time.monotonic()
         run = f"{self.seed:04d}"
         fault = self._fault
-        partitions = 1 if fault in ("slow-records", "retention-gap", "open-transaction") else 2
+        partitions = {"slow-records": 1, "retention-gap": 1, "open-transaction": 1, "broker-lost": 3}.get(fault, 2)
         self.topic = new_topic(f"orders{run}", partitions=partitions)
         self.topics.append(self.topic)
         rate = {"cap-too-low": 300, "slow-records": 100, "retention-gap": 200, "open-transaction": 100,
-                "wide-pattern": 50, "replayed-batch": 100}[fault]
+                "wide-pattern": 50, "replayed-batch": 100, "broker-lost": 100}[fault]
         self._subscribe = {"subscribe": self.topic}
         if fault == "cap-too-low":
             self._options["maxOffsetsPerTrigger"] = "100"
@@ -544,6 +605,9 @@ class Incident:
                     break
                 if self._crashing:
                     self._supervise()
+                if self._fault == "broker-lost" and self.killed_at is None and \
+                        sum(1 for b in self._batches if b["rows"]) >= KILL_AFTER_BATCHES:
+                    self._kill_leader()
                 if self._trimming.is_set():
                     try:
                         consumer = consumer or self._consumer()
@@ -554,6 +618,26 @@ class Incident:
             if consumer is not None:
                 consumer.close()
             self._end_transaction(commit=False)
+
+    def _kill_leader(self) -> None:
+        """broker-lost: kill -9 the broker leading partition 0 under the running query (it stays down)."""
+        from streamlab.lab import cluster
+
+        self.killed_at = round(self.elapsed(), 1)
+        self._kill_batch = max([b["batch"] for b in self._batches] or [-1])
+        try:
+            node = cluster.leader_of(self.topic, 0)
+            cluster.kill_node(node)
+            self.killed_node = node
+        except Exception as exc:  # the symptom never shows: wait_for_symptom names this
+            self._kill_error = first_line(exc)
+
+    def _restart_killed(self) -> None:
+        """Start the broker this incident killed again, with its data (the fix, and stop())."""
+        from streamlab.lab import cluster
+
+        if self.killed_node is not None and cluster.node_pid(self.killed_node) is None:
+            cluster.start_node(self.killed_node)
 
     def _supervise(self) -> None:
         """The supervisor: once a simulated crash has stopped the query, start it again on the same checkpoint."""
@@ -707,6 +791,26 @@ class Incident:
         return counts.get("duplicates", 0) > 0, (f"{counts.get('duplicates', 0)} rows twice in the sink's table; "
                                                  f"batches that crashed before their commit: {crashed}")
 
+    def _sees_broker_lost(self) -> tuple[bool, str]:
+        # The brokers' own view: the killed broker leads nothing and is missing from the ISR; the progress shows
+        # the batch that met the leader election.
+        if self.killed_node is None:
+            return False, self._kill_error or "all brokers up so far"
+        try:
+            parts = self.brokers()
+        except Exception as exc:
+            return False, f"metadata not answering: {first_line(exc)}"
+        short = {p: v for p, v in parts.items() if len(v["isr"]) < len(v["replicas"])}
+        moved = all(v["leader"] != self.killed_node for v in parts.values())
+        since = [e.get("durationMs", {}).get("triggerExecution", 0) for e in self._events()
+                 if e.get("batchId", -1) > self._kill_batch]
+        batches = (f"slowest batch since the kill {max(since) / 1000:.1f} s" if since
+                   else f"no batch has ended in the {self.elapsed() - self.killed_at:.0f} s since the kill")
+        return bool(short) and moved, (f"partitions with a short ISR: "
+                                       f"{ {p: v['isr'] for p, v in short.items()} } of replicas "
+                                       f"{next(iter(parts.values()))['replicas'] if parts else []}; leaders "
+                                       f"{ {p: v['leader'] for p, v in parts.items()} }; {batches}")
+
     def _sees_wide_pattern(self) -> tuple[bool, str]:
         other = {t: n for t, n in self._rows.items() if t != self.topic}
         return bool(other), f"rows per topic: {self._rows}"
@@ -741,6 +845,16 @@ class Incident:
             dups = table_counts(self.table).get(self.topic, {}).get("duplicates", 0)
             return bool(replayed) and dups == 0, (f"batches replayed since the fix: {replayed}; "
                                                   f"rows twice in the table: {dups}")
+        if self._fault == "broker-lost":
+            # every replica back in the ISR, and the query reading on: two batches with rows since the fix
+            try:
+                parts = self.brokers()
+            except Exception as exc:
+                return False, f"metadata not answering: {first_line(exc)}"
+            full = bool(parts) and all(v["isr"] == v["replicas"] for v in parts.values())
+            reading = [sum(b["rows"].values()) for b in after if b["rows"]]
+            return full and len(reading) >= 2, (f"ISR {({p: v['isr'] for p, v in parts.items()})}; rows of the "
+                                                f"batches since the fix: {reading[-3:]}")
         if self._fault == "wide-pattern":
             # The last two batches with rows: the old query may still finish a batch (both topics) after the fix
             # began, as it is stopped between batches; that batch says nothing about the anchored query.
@@ -782,6 +896,9 @@ class Incident:
                 self._restarting = False
         print(f"  removed {removed} duplicate rows; the table is keyed by (topic, partition, offset) and the sink "
               "upserts")
+
+    def _fix_broker_lost(self) -> None:
+        self._restart_killed()
 
     def _fix_wide_pattern(self) -> None:
         from streamlab.lab.lifecycle import new_checkpoint

@@ -35,7 +35,19 @@ def _threads() -> set[str]:
     return {t.name for t in threading.enumerate()}
 
 
-@pytest.mark.parametrize("fault", list(incidents.FAULTS))
+def test_the_single_broker_round_never_draws_a_cluster_fault_and_refuses_one_in_one_line(monkeypatch):
+    """broker-lost needs the cluster (tests/cluster/test_cluster_incident.py runs it there)."""
+    monkeypatch.setattr(incidents, "on_cluster", lambda: False)
+    drawn = {incidents.random.Random(seed).choice(incidents.drawable(False)) for seed in range(500)}
+    assert drawn == set(incidents.FAULTS) - incidents.CLUSTER_ONLY
+    assert set(incidents.drawable(True)) == set(incidents.FAULTS)
+    with pytest.raises(incidents.LabError) as refused:
+        incidents.start(None, "", fault="broker-lost")
+    line = str(refused.value)
+    assert "\n" not in line and "needs the lab's cluster" in line and "setup(cluster=True)" in line, line
+
+
+@pytest.mark.parametrize("fault", incidents.drawable(cluster=False))
 def test_fault_shows_its_symptom_is_graded_and_recovers(spark, bootstrap, fault, capsys):
     from streamlab.lab.topics import list_topics
 
