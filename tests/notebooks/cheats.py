@@ -61,6 +61,13 @@ CHEATS: dict[str, dict[str, dict[str, str]]] = {
         },
     },
     "10-lakehouse": {
+        "constant": {  # the right types on the stream, one made-up event in every row
+            "ex1_answer": ("def to_silver(bronze_df):\n"
+                           "    return bronze_df.select(F.lit(1).cast('long').alias('id'), F.lit('user-1').alias('user'),\n"
+                           "                            F.lit('deposit').alias('action'), F.lit(1.0).alias('amount'),\n"
+                           "                            F.timestamp_millis(F.lit(0).cast('long')).alias('event_time'),\n"
+                           "                            'partition', 'offset')\n"),
+        },
         "wrong": {  # the plausible mistakes: guessed types, a plain append, one app id for all, no cap
             "ex1_answer": ("def to_silver(bronze_df):\n"
                            "    schema = 'id long, user string, action string, amount int, ts long'\n"
