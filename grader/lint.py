@@ -18,6 +18,10 @@ And for the quizzes (each module's lettered questions, the interview pool's writ
 the ungraded Check yourself questions): how often a blind strategy is right — always the longest option, always
 the one with the most code, the best single letter (target: 35 % or less each); none may score more than in the
 baseline.
+And the time each module costs a learner (issue 32), by ../shared/reviews/teaching.md §1.1's assumptions applied to
+the notebooks as they are now, plus the measured wait of its Run All (tests/course-times.json, written by
+`python -m grader.lint --measure [ID ...]`, which runs each student notebook as `make site` does): its *Time* line
+and START-HERE's module map must state it within 15 % (say the total rounded to 5 min), or the lint fails.
 """
 from __future__ import annotations
 
@@ -158,7 +162,8 @@ def quizzes_worse(now: dict[str, dict], then: dict[str, dict]) -> list[str]:
 
 
 def main(update: bool = False, source: Path = SOURCE) -> int:
-    """Print the tables; with `update`, write the baseline (refused where something got worse)."""
+    """Print the tables; with `update`, write the baseline (refused where something got worse). Exit 1 where a
+    number got worse, or where a module's stated *Time* is more than TIME_TOLERANCE off its computed minutes."""
     numbers, quizzes = course(source), quiz_report(source)
     print(table(numbers))
     print(f"\n{'blind strategies':<24}{'asked':>6}" + "".join(f"{s:>20}" for s in STRATEGIES) + "   (target: 35 % or less)")
@@ -170,12 +175,17 @@ def main(update: bool = False, source: Path = SOURCE) -> int:
     regressions = {aid: r for aid, r in regressions.items() if r}
     for aid, what in regressions.items():
         print(f"worse than {LINT_BASELINE.name}: {aid}: {'; '.join(what)}")
+    computed = course_minutes(source)
+    print("\n" + time_table(computed))
+    off = times_off(computed, stated_times(source))
+    for line in off:
+        print(f"time off by more than {TIME_TOLERANCE:.0%}: {line}")
     if update and not regressions:
         data = {aid: asdict(n) for aid, n in numbers.items()}
         data["quizzes"] = quizzes
         LINT_BASELINE.write_text(json.dumps(data, indent=1) + "\n")
         print(f"wrote {LINT_BASELINE.relative_to(ROOT)}")
-    return 1 if regressions else 0
+    return 1 if regressions or off else 0
 
 
 # -- quizzes: can a blind strategy pass them? ------------------------------------------------------------------------
@@ -275,3 +285,232 @@ def quiz_report(source: Path = SOURCE) -> dict[str, dict]:
     # Ungraded, answered at once in the notebook, each learner's options in her own order: still no free points.
     per["check yourself"] = [q for aid, nb in notebooks.items() for q in self_check_questions(aid, nb)]
     return {name: {"questions": len(qs), **blind(qs)} for name, qs in per.items()}
+
+
+# -- time: what a module costs a learner ------------------------------------------------------------------------------
+# ../shared/reviews/teaching.md §1.1's assumptions, computed from the notebooks as they are now (its script, kept
+# word for word in what it counts): the *Time* a module states must stay within TIME_TOLERANCE of this.
+TIMES = ROOT / "tests" / "course-times.json"  # the measured Run All of each module (measure_run_all writes it)
+WPM = 150  # dense technical prose, read in order to understand it
+CODE_S_PER_CELL, CODE_S_PER_LINE = 10, 4  # orienting on a lesson cell; reading one of its lines
+OUTPUT_S, WIDGET_S = 20, 150  # reading one output and relating it to the text; one live widget (run, controls, chart)
+EXERCISE_S_PER_POINT, QUIZ_S, CHECK_S = 240, 60, 120  # an exercise's point; a quiz question; Check my work
+TIME_TOLERANCE = 0.15
+WIDGET = re.compile(r"\b\w*Demo\(|\.explorer\(|Interview\(|ChoiceTable\(|CheckpointBrowser\(")
+INFRA = re.compile(r"streamlab\.setup\(|streamlab\.cleanup\(|grader\.check_button")
+STATED = re.compile(r"\*\*Time:?\*\*:?\s*(?:about\s*)?(\d+)\s*min", re.I)
+
+
+@dataclass
+class Minutes:
+    """What one module costs a learner, in minutes (Run All in seconds, as measured)."""
+
+    read: float
+    run: float
+    exercises: float
+    quiz: float
+    check: float
+    run_all_s: float | None = None
+    words: int = 0
+    main: float = 0.0  # the total without the collapsed Going deeper sections (a first read)
+
+    @property
+    def total(self) -> float:
+        """Every part, the measured Run All's wait included."""
+        return self.read + self.run + self.exercises + self.quiz + self.check + (self.run_all_s or 0) / 60
+
+    @property
+    def stated(self) -> int:
+        """The total as a module states it: rounded to 5 minutes."""
+        return int(5 * round(self.total / 5))
+
+
+def _shows_output(code: str) -> bool:
+    """Whether a lesson cell shows the learner something to read (§1.1: prints, displays, or ends on a value)."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return True
+    if not tree.body:
+        return False
+    if re.search(r"\b(print|display|\.show)\s*\(", code):
+        return True
+    last = tree.body[-1]
+    if isinstance(last, ast.Expr):
+        value = last.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            return False
+        if isinstance(value, ast.Call):
+            name = ast.unparse(value.func)
+            if name.endswith((".start", "expect", "expect_form", "expect_equal", "check_format")):
+                return name.endswith(".start")
+        return True
+    if isinstance(last, ast.If):
+        return "print(" in code or ".start()" in code
+    return False
+
+
+def minutes(nb, run_all_s: float | None = None) -> Minutes:
+    """One notebook's minutes by §1.1's assumptions; `run_all_s`, its measured Run All, is added as waiting."""
+    markdown = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    lesson = [c.source for c in nb.cells if c.cell_type == "code" and not c.metadata.get("nbgrader", {}).get("grade")
+              and not c.metadata.get("nbgrader", {}).get("solution") and not INFRA.search(c.source)]
+    graded = [c.metadata["nbgrader"] for c in nb.cells if c.cell_type == "code"
+              and c.metadata.get("nbgrader", {}).get("grade")]
+    words_read = sum(len(m.split()) for m in markdown)
+    code_s = sum(CODE_S_PER_CELL + CODE_S_PER_LINE * len([x for x in s.splitlines() if x.strip()]) for s in lesson)
+    shown = sum(_shows_output(s) for s in lesson)
+    widgets = sum(len(WIDGET.findall(s)) for s in lesson)
+    points = sum(g.get("points", 0) for g in graded if g.get("grade_id", "").startswith("ex"))
+    questions = len(re.findall(r"\*\*Q\d+\.", "\n".join(markdown)))
+    return Minutes(read=words_read / WPM, run=(code_s + shown * OUTPUT_S + widgets * WIDGET_S) / 60,
+                   exercises=points * EXERCISE_S_PER_POINT / 60, quiz=questions * QUIZ_S / 60, check=CHECK_S / 60,
+                   run_all_s=run_all_s, words=words_read)
+
+
+def main_path(nb):
+    """`nb` without the cells of its collapsed *Going deeper* sections (heading metadata jp-MarkdownHeadingCollapsed:
+    hidden until the next heading of its level or above), as a first read sees it."""
+    import copy
+
+    kept, collapsed = [], None
+    for cell in nb.cells:
+        heading = re.match(r"(#+)\s", cell.source.lstrip()) if cell.cell_type == "markdown" else None
+        if heading:
+            level = len(heading.group(1))
+            if collapsed is not None and level <= collapsed:
+                collapsed = None
+            if collapsed is None and cell.metadata.get("jp-MarkdownHeadingCollapsed"):
+                collapsed = level
+        if collapsed is None or (heading and len(heading.group(1)) == collapsed
+                                 and cell.metadata.get("jp-MarkdownHeadingCollapsed")):
+            kept.append(cell)
+    out = copy.copy(nb)
+    out.cells = kept
+    return out
+
+
+def measured() -> dict[str, dict]:
+    """{module: its measured Run All} from TIMES (empty where it was never measured)."""
+    return json.loads(TIMES.read_text()).get("modules", {}) if TIMES.is_file() else {}
+
+
+def course_minutes(source: Path = SOURCE) -> dict[str, Minutes]:
+    """{assignment id: its minutes} for every module in `source`, with its measured Run All where there is one."""
+    import nbformat
+
+    runs, out = measured(), {}
+    for aid in assignments(source):
+        nb = nbformat.read(source / aid / f"{aid}.ipynb", as_version=4)
+        seconds = (runs.get(aid) or {}).get("seconds")
+        out[aid] = minutes(nb, seconds)
+        out[aid].main = minutes(main_path(nb), seconds).total
+    return out
+
+
+def stated_times(source: Path = SOURCE) -> dict[str, dict[str, int | None]]:
+    """{module: {"frame": the minutes its own *Time* line states, "home": START-HERE's module map's}}."""
+    import nbformat
+
+    home = source / "START-HERE.ipynb"
+    home_text = "\n".join(c.source for c in nbformat.read(home, 4).cells) if home.is_file() else ""
+    out = {}
+    for aid in assignments(source):
+        nb = nbformat.read(source / aid / f"{aid}.ipynb", as_version=4)
+        opening = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")[:4000]
+        frame = STATED.search(opening)
+        row = re.search(rf"^\|\s*\[[^\]]*\]\({re.escape(aid)}/[^)]*\)\s*\|.*\|\s*(\d+)\s*min\s*\|\s*$", home_text, re.M)
+        out[aid] = {"frame": int(frame.group(1)) if frame else None, "home": int(row.group(1)) if row else None}
+    return out
+
+
+def times_off(computed: dict[str, Minutes], stated: dict[str, dict]) -> list[str]:
+    """Where a stated time is missing or more than TIME_TOLERANCE away from the computed total, one phrase each."""
+    out = []
+    for aid, m in computed.items():
+        for where, value in stated.get(aid, {}).items():
+            if value is None:
+                out.append(f"{aid}: no stated time ({where}): say about {m.stated} min")
+            elif abs(value - m.total) > TIME_TOLERANCE * m.total:
+                out.append(f"{aid}: {where} says {value} min, computed {m.total:.0f}: say about {m.stated} min")
+    return out
+
+
+def time_table(computed: dict[str, Minutes]) -> str:
+    """The minutes as a text table, one module a row, and the course's total."""
+    runs = measured()
+    rows = [f"{'minutes':<24}{'read':>6}{'run':>6}{'exer.':>6}{'quiz':>6}{'check':>6}{'Run All':>9}{'total':>7}"
+            f"{'say':>5}{'main':>6}   measured Run All (s, load 1/5/15 min before)"]
+    for aid, m in computed.items():
+        run = runs.get(aid) or {}
+        seen = (f"{run['seconds']} s, load {'/'.join(str(x) for x in run.get('load_before', []))}, {run.get('date', '')}"
+                if run.get("seconds") is not None else run.get("why", "not measured"))
+        rows.append(f"{aid:<24}{m.read:>6.0f}{m.run:>6.0f}{m.exercises:>6.0f}{m.quiz:>6.0f}{m.check:>6.0f}"
+                    f"{(m.run_all_s or 0) / 60:>9.1f}{m.total:>7.0f}{m.stated:>5}{m.main:>6.0f}   {seen}")
+    total = sum(m.total for m in computed.values())
+    rows.append(f"{'in all':<24}{sum(m.read for m in computed.values()):>6.0f}{sum(m.run for m in computed.values()):>6.0f}"
+                f"{sum(m.exercises for m in computed.values()):>6.0f}{sum(m.quiz for m in computed.values()):>6.0f}"
+                f"{sum(m.check for m in computed.values()):>6.0f}"
+                f"{sum((m.run_all_s or 0) for m in computed.values()) / 60:>9.1f}{total:>7.0f}"
+                f"{int(5 * round(sum(m.stated for m in computed.values()) / 5)):>5}"
+                f"{sum(m.main for m in computed.values()):>6.0f}")
+    rows.append("say: the total rounded to 5 min, what a module's *Time* and START-HERE state (within "
+                f"{TIME_TOLERANCE:.0%}); main: without the collapsed Going deeper sections; Run All: its measured wait")
+    return "\n".join(rows)
+
+
+def measure_run_all(ids: list[str] | None = None, path: Path = TIMES) -> dict:
+    """Run each untouched student notebook once, as `make site` does (grader.site.execute: its own kernel, demos
+    ending 15 s after their script), one at a time, and record its wall seconds with the machine's load average
+    before and after in `path` (kept for modules not run now)."""
+    import datetime
+    import os
+    import tempfile
+    import time
+
+    import nbformat
+
+    from .course import RELEASE
+    from .site import DEMO_SECONDS, execute, needs_cluster
+
+    data = json.loads(path.read_text()) if path.is_file() else {}
+    data["how"] = (f"grader.site.execute (make site's run): each student notebook in notebooks/, one at a time, in a "
+                   f"kernel of its own against the lab's broker, demos ending {DEMO_SECONDS} s after their script; "
+                   "wall seconds of the whole Run All. load = os.getloadavg() (1, 5, 15 min) before and after: the "
+                   "machine has 2 cores shared with other sessions, so a load above ~1 inflates the seconds")
+    modules = data.setdefault("modules", {})
+    for aid in ids or assignments(RELEASE):
+        page = RELEASE / f"{aid}.ipynb"  # a page beside the modules (ONCALL): run from a folder of its own
+        nb = nbformat.read(page if page.is_file() else RELEASE / aid / f"{aid}.ipynb", as_version=4)
+        if needs_cluster(nb):
+            modules[aid] = {"seconds": None, "why": "its setup starts the lab's cluster (make lab CLUSTER=1): not run"}
+            continue
+        before, started = [round(x, 2) for x in os.getloadavg()], time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="course-times-") as out:
+            release = RELEASE
+            if page.is_file():
+                import shutil
+
+                release = Path(out) / "release"
+                shutil.copytree(RELEASE / "figures", release / aid / "figures")
+                shutil.copy(page, release / aid / f"{aid}.ipynb")
+            execute(Path(out), release=release, only=[aid])
+            ran = nbformat.read(Path(out) / f"{aid}.ipynb", as_version=4)
+        seconds = round(time.monotonic() - started, 1)
+        errors = sum(o.output_type == "error" for c in ran.cells if c.cell_type == "code" for o in c.outputs)
+        modules[aid] = {"seconds": seconds, "load_before": before, "load_after": [round(x, 2) for x in os.getloadavg()],
+                        "errors": errors,
+                        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        path.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"{aid}: {seconds} s, load {before} -> {modules[aid]['load_after']}, {errors} error(s)", flush=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return data
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["--measure"]:
+        measure_run_all(sys.argv[2:] or None)

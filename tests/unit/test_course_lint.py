@@ -82,3 +82,53 @@ def test_no_collapsed_going_deeper_section_hides_a_live_demo():
                     collapsed = level
             elif collapsed is not None and cell.cell_type == "code":
                 assert not re.search(r"\w*Demo\(", cell.source), f"{aid}: cell {index} (a live demo) is hidden"
+
+
+def _graded(source: str, grade_id: str, points: int, solution: bool = False):
+    cell = new_code_cell(source)
+    cell.metadata["nbgrader"] = {"grade": not solution, "solution": solution, "points": points, "grade_id": grade_id}
+    return cell
+
+
+def test_a_modules_minutes_follow_the_reviews_assumptions():
+    """§1.1 of the teaching review: 150 words a minute; 10 s a lesson cell and 4 s a line; 20 s an output; 2.5 min a
+    live widget; 4 min an exercise point; 1 min a quiz question; 2 min Check my work; plus the measured Run All."""
+    nb = nbformat.from_dict(new_notebook(cells=[
+        new_markdown_cell(" ".join(["word"] * 300)),                     # 2 min
+        new_code_cell("spark, bootstrap = streamlab.setup()"),           # setup: not a lesson cell
+        new_code_cell("x = 1\nprint(x)"),                                 # 10 + 8 s, and an output: 20 s
+        new_code_cell("demo = LiveDemo(spark, 't')\ndemo"),               # 10 + 8 s, an output, a widget: 170 s
+        _graded("def f(): ...", "ex1", 0, solution=True),                # the learner's answer: not lesson code
+        _graded("check('ex1')", "ex1_check", 3),                         # 3 points: 12 min
+        new_markdown_cell("**Q1.** Which? a) x b) y c) z"),              # 8 words, 1 question: 1 min
+    ]))
+    m = lint.minutes(nb, run_all_s=90)
+    assert (m.read, m.exercises, m.quiz, m.check) == (308 / 150, 12, 1, 2)
+    assert m.run == (18 + 18 + 20 + 20 + 150) / 60
+    assert round(m.total, 3) == round(308 / 150 + 226 / 60 + 12 + 1 + 2 + 1.5, 3) and m.stated == 20
+
+
+def test_a_collapsed_going_deeper_section_is_left_out_of_the_main_path():
+    deeper = new_markdown_cell("## Going deeper: the hash")
+    deeper.metadata["jp-MarkdownHeadingCollapsed"] = True
+    nb = nbformat.from_dict(new_notebook(cells=[
+        new_markdown_cell("## Main"), deeper, new_markdown_cell(" ".join(["word"] * 150)),
+        new_markdown_cell("### still inside"), new_markdown_cell("## Next section")]))
+    assert [c.source[:12] for c in lint.main_path(nb).cells] == ["## Main", "## Going dee", "## Next sect"]
+
+
+def test_a_stated_time_more_than_15_percent_off_fails_the_lint():
+    computed = {"m": lint.Minutes(read=10, run=20, exercises=40, quiz=8, check=2)}  # 80 min
+    assert lint.times_off(computed, {"m": {"frame": 80, "home": 92}}) == []
+    assert lint.times_off(computed, {"m": {"frame": 93, "home": None}}) == [
+        "m: frame says 93 min, computed 80: say about 80 min", "m: no stated time (home): say about 80 min"]
+
+
+def test_every_module_states_the_time_it_takes():
+    """Each module's *Time* line and START-HERE's module map give the computed minutes (§1.1's assumptions on the
+    notebooks as they are, plus the measured Run All in tests/course-times.json) within 15 %."""
+    runs = lint.measured()
+    computed = lint.course_minutes()
+    assert all(aid in runs for aid in computed), "a module's Run All was never measured: python -m grader.lint --measure"
+    off = lint.times_off(computed, lint.stated_times())
+    assert not off, off
