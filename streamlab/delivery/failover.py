@@ -24,6 +24,7 @@ import signal
 import threading
 import time
 
+from streamlab.delivery.counting import count_delivery
 from streamlab.demo.controls import answer_while_busy
 from streamlab.demo.loop import DEMO_SECONDS_ENV
 from streamlab.lab import cluster
@@ -477,13 +478,10 @@ def shown_batches(batches: list[dict], kills: dict, last: int = 8) -> list:
 
 
 def count(acked: set[int], delivered: list[int]) -> dict:
-    """{'once', 'duplicates', 'lost'}: acknowledged ids delivered once, extra copies, and ids never delivered."""
-    seen: dict[int, int] = {}
-    for i in delivered:
-        seen[i] = seen.get(i, 0) + 1
-    return {"once": sum(1 for i in acked if seen.get(i) == 1),
-            "duplicates": sum(n - 1 for n in seen.values() if n > 1),
-            "lost": sum(1 for i in acked if i not in seen)}
+    """The course's one count (`counting.count_delivery`, owed = the acknowledged ids), under the demo table's
+    names: {'once': acknowledged ids held, 'duplicates': their extra copies, 'lost': those never held}."""
+    counted = count_delivery(delivered, acked)
+    return {"once": counted["written"], "duplicates": counted["duplicated"], "lost": counted["lost"]}
 
 
 FETCH_SETTLE_S = 2.0  # four times a follower's longest fetch wait (500 ms by default), for a loaded machine

@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from streamlab.delivery.counting import count_delivery
 from streamlab.observe import checkpoint as ck
 from streamlab.demo.live import Knob, LiveDemo, Panel
 
@@ -35,11 +36,8 @@ class InjectedCrash(RuntimeError):
 
 
 def tally(delivered, sent) -> dict:
-    """{'written': ids of `sent` that arrived, 'duplicated': extra copies, 'lost': ids of `sent` that did not}."""
-    sent = set(sent)
-    arrived = [i for i in delivered if i in sent]
-    distinct = set(arrived)
-    return {"written": len(distinct), "duplicated": len(arrived) - len(distinct), "lost": len(sent - distinct)}
+    """The course's one count of a destination (`counting.count_delivery`): {'written', 'duplicated', 'lost'}."""
+    return count_delivery(delivered, sent)
 
 
 def plan(crashes: int, rounds: int, seed: int = 0, points=POINTS) -> dict[int, list[str]]:

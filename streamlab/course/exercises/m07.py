@@ -1,5 +1,6 @@
-"""Module 7's visible exercise checks (07-sinks-exactly-once): a fan-out to many topics, counting delivery, and
-exactly-once through crashes into SQLite and into a transactional Kafka writer.
+"""Module 7's visible exercise checks (07-sinks-exactly-once): a fan-out to many topics, counting delivery (the
+course's one rule, `streamlab.delivery.count_delivery`, which module 9 uses again), and exactly-once through crashes
+into SQLite and into a transactional Kafka writer.
 
 Why here: a learner's check cell is 1-3 lines (the teaching standard), so the checks those cells ran moved here,
 unchanged: the same check ids, expected text and hints, so the lab's feedback and the grade are the same. The crash
@@ -11,6 +12,7 @@ from __future__ import annotations
 import os
 
 from streamlab.course.checks import attempt, expect, expect_equal, expect_form
+from streamlab.course.scaffold import filled
 from streamlab.delivery.faults import tally
 from streamlab.delivery.sinks import ids_in, read_table, read_topic
 
@@ -24,8 +26,8 @@ def ex1_fan_out(ex1_topics: dict, ex1_count: int) -> None:
 
 
 def ex2_count_delivery(count_delivery) -> None:
-    """Check count_delivery on a small list."""
-    expect_equal(attempt(count_delivery, [1, 2, 2, 3, 3, 3, 9], [1, 2, 3, 4]),
+    """Check count_delivery on a small list (None until the skeleton's `...` are filled in)."""
+    expect_equal(attempt(count_delivery if filled(count_delivery) else None, [1, 2, 2, 3, 3, 3, 9], [1, 2, 3, 4]),
                  {"written": 3, "duplicated": 3, "lost": 1}, "ex2_small",
                  "3 ids found, 1 + 2 extra copies, id 4 never found, 9 was never sent")
 

@@ -1,5 +1,6 @@
-"""Module 9's visible exercise checks (09-cluster-failures): counting copies, an executor's preferred index, when a
-range keeps its location, and which acks a broker accepts.
+"""Module 9's visible exercise checks (09-cluster-failures): counting copies (module 7's one rule of written,
+duplicated and lost, owed = the acknowledged ids), an executor's preferred index, when a range keeps its location,
+and which acks a broker accepts.
 
 Why here: a learner's check cell is 1-3 lines (the teaching standard), so the checks those cells ran moved here,
 unchanged: the same check ids, expected text and hints, so the lab's feedback and the grade are the same. The hidden
@@ -8,28 +9,34 @@ tests stay in the notebook's test cells.
 from __future__ import annotations
 
 from streamlab.course.checks import attempt, expect
+from streamlab.course.scaffold import filled
+
+
+def _answer(fn):
+    """The learner's function, or None while its skeleton still has `...` to fill in."""
+    return fn if filled(fn) else None
 
 
 def ex3_copies(copies) -> None:
-    """Check copies on a small made-up delivery."""
-    got = attempt(copies, {1, 2, 3}, [1, 2, 2])
-    expect(got == {"once": 1, "duplicates": 1, "lost": 1}, "ex3_small", "once 1, duplicates 1, lost 1", repr(got),
-           "count each id's copies; an id held twice is once a duplicate, never 'once'")
+    """Check copies on a small made-up delivery: module 7's rule, owed = the acknowledged ids."""
+    got = attempt(_answer(copies), {1, 2, 3}, [1, 2, 2, 9])
+    expect(got == {"written": 2, "duplicated": 1, "lost": 1}, "ex3_small", "written 2, duplicated 1, lost 1",
+           repr(got), "module 7's count_delivery: what the sink owes is what the producer had acknowledged")
 
 
 def ex1_floor_mod(preferred_index) -> None:
     """Check preferred_index on a negative hash code."""
-    got = attempt(preferred_index, -1664806378, 2)
-    expect(got == 0, "ex1_negative_hash", "0", repr(got), "floorMod: ((a % b) + b) % b is never negative")
+    got = attempt(_answer(preferred_index), -1664806378, 2)
+    expect(got == 0, "ex1_negative_hash", "0", repr(got), "floorMod is never negative, where Java's % keeps the hash code's sign")
 
 
 def ex2_rule(keeps_location) -> None:
     """Check keeps_location on the plain path (no option set)."""
-    got = attempt(keeps_location, 4)
+    got = attempt(_answer(keeps_location), 4)
     expect(got is True, "ex2_plain", "True", repr(got), "no option set: every range keeps its executor")
 
 
 def ex4_rule(accepted) -> None:
     """Check accepted for acks=all below min.insync.replicas."""
-    got = attempt(accepted, "all", 1, 2)
+    got = attempt(_answer(accepted), "all", 1, 2)
     expect(got is False, "ex4_all_below_min", "False", repr(got), "acks=all needs min.insync.replicas in the ISR")
