@@ -101,11 +101,12 @@ def test_a_modules_minutes_follow_the_reviews_assumptions():
         _graded("def f(): ...", "ex1", 0, solution=True),                # the learner's answer: not lesson code
         _graded("check('ex1')", "ex1_check", 3),                         # 3 points: 12 min
         new_markdown_cell("**Q1.** Which? a) x b) y c) z"),              # 8 words, 1 question: 1 min
+        new_code_cell('quiz.options("q2", ["one two", "three"])'),     # options: 3 words read, not a lesson cell
     ]))
     m = lint.minutes(nb, run_all_s=90)
-    assert (m.read, m.exercises, m.quiz, m.check) == (308 / 150, 12, 1, 2)
+    assert (m.read, m.exercises, m.quiz, m.check) == (311 / 150, 12, 1, 2)
     assert m.run == (18 + 18 + 20 + 20 + 150) / 60
-    assert round(m.total, 3) == round(308 / 150 + 226 / 60 + 12 + 1 + 2 + 1.5, 3) and m.stated == 20
+    assert round(m.total, 3) == round(311 / 150 + 226 / 60 + 12 + 1 + 2 + 1.5, 3) and m.stated == 20
 
 
 def test_a_collapsed_going_deeper_section_is_left_out_of_the_main_path():
