@@ -13,7 +13,9 @@ Per module:
 - `ending`: whether it ends with *Takeaways* (at most 6 bullets) and a *Next* link (target both);
 - `queries`: cells that show a whole `readStream` ... `writeStream` ... `start()` query, run or in a ```python block
   (target 1 or more);
-- `long_checks`: visible check cells longer than 3 lines (target 0).
+- `long_checks`: visible check cells longer than 3 lines (target 0);
+- `open_deeper`: collapsed *Going deeper* heading cells that hold more than their heading (target 0): JupyterLab hides
+  the cells under a collapsed heading, never the rest of the heading's own cell, so that text shows anyway.
 And for the quizzes (each module's lettered questions, the interview pool's written-out ones, all of them, and apart
 the ungraded Check yourself questions): how often a blind strategy is right — always the longest option, always
 the one with the most code, the best single letter (target: 35 % or less each); none may score more than in the
@@ -38,7 +40,7 @@ FRAME = {"why": r"why it matters", "can": r"by the end you can", "time": r"\*\*t
 IMAGE = re.compile(r"!\[[^\]]*\]\((figures/[^)\s]+)\)|<img[^>]+src=\"(figures/[^\"]+)\"")
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", re.S)
 # Better is lower for these, higher for the others (see `worse`).
-LOWER_IS_BETTER = ("long_cells", "mean_sentence", "long_checks")
+LOWER_IS_BETTER = ("long_cells", "mean_sentence", "long_checks", "open_deeper")
 # A number at its target may move within it (a reworded quiz option lengthens a sentence or two).
 TARGETS = {"mean_sentence": 22.0}
 
@@ -54,6 +56,7 @@ class Numbers:
     ending: list[str] = field(default_factory=list)
     queries: int = 0
     long_checks: int = 0
+    open_deeper: int = 0
 
 
 def prose(markdown: str) -> str:
@@ -99,6 +102,7 @@ def measure(nb) -> Numbers:
             found.long_cells += 1
         lengths += [len(s) for s in sentences(text)]
         found.figures += sum(1 for _ in IMAGE.finditer(cell.source))
+        found.open_deeper += bool(cell.metadata.get("jp-MarkdownHeadingCollapsed") and cell.source.strip().count("\n"))
     found.mean_sentence = round(sum(lengths) / len(lengths), 1) if lengths else 0.0
     opening = " ".join(c.source for c in markdown[:3]).lower()
     found.frame = [key for key, pattern in FRAME.items() if re.search(pattern, opening, re.M)]
@@ -146,10 +150,11 @@ def worse(now: Numbers, then: dict) -> list[str]:
 
 def table(numbers: dict[str, Numbers]) -> str:
     """The numbers as a text table, one module a row."""
-    head = f"{'module':<24}{'>200w':>6}{'sent':>6}{'figs':>6}{'queries':>8}{'checks>3':>9}  frame / ending"
+    head = f"{'module':<24}{'>200w':>6}{'sent':>6}{'figs':>6}{'queries':>8}{'checks>3':>9}{'open':>5}  frame / ending"
     rows = [head]
     for aid, n in numbers.items():
         rows.append(f"{aid:<24}{n.long_cells:>6}{n.mean_sentence:>6}{n.figures:>6}{n.queries:>8}{n.long_checks:>9}"
+                    f"{n.open_deeper:>5}"
                     f"  {'+'.join(n.frame) or '-'} / {'+'.join(n.ending) or '-'}")
     return "\n".join(rows)
 

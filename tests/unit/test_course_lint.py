@@ -133,3 +133,12 @@ def test_every_module_states_the_time_it_takes():
     assert all(aid in runs for aid in computed), "a module's Run All was never measured: python -m grader.lint --measure"
     off = lint.times_off(computed, lint.stated_times())
     assert not off, off
+
+
+def test_a_collapsed_heading_cell_that_holds_its_section_is_counted():
+    """JupyterLab hides the cells under a collapsed heading, not the rest of the heading's own cell."""
+    shut, open_ = new_markdown_cell("### Going deeper: x"), new_markdown_cell("### Going deeper: y\nA paragraph.")
+    for cell in (shut, open_):
+        cell.metadata["jp-MarkdownHeadingCollapsed"] = True
+    nb = nbformat.from_dict(new_notebook(cells=[shut, new_markdown_cell("Hidden."), open_]))
+    assert lint.measure(nb).open_deeper == 1
