@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass, field
 
 LETTERS = "abcd"
@@ -900,6 +901,13 @@ def to_reread(scores: dict) -> list[str]:
     return [notebook for _, _, notebook in sorted(weak)]
 
 
+def inline(text: str) -> str:
+    """Text for a widget's HTML: escaped, with `code` spans set as code (a widget does not render markdown)."""
+    import html
+
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
 def report(scores: dict) -> str:
     """The score by topic and what to reread, as text."""
     right = sum(r["right"] for r in scores.values())
@@ -960,8 +968,8 @@ class Interview:
         module = TOPICS[q.topic][0]
         self.header.value = f"<b>Question {self.index + 1} of {len(self.questions)}</b> · module {module}"
         # Options as text and short letter buttons: a long option would be cut off inside a button.
-        options = "".join(f"<li><b>{l})</b> {html.escape(o)}</li>" for l, o in zip(LETTERS, q.options))
-        self.body.value = f"<p>{html.escape(q.text)}</p><ul style='list-style:none'>{options}</ul>"
+        options = "".join(f"<li><b>{l})</b> {inline(o)}</li>" for l, o in zip(LETTERS, q.options))
+        self.body.value = f"<p>{inline(q.text)}</p><ul style='list-style:none'>{options}</ul>"
         buttons = []
         for letter, option in zip(LETTERS, q.options):
             b = W.Button(description=letter, tooltip=option, layout=W.Layout(width="60px"))
@@ -989,7 +997,7 @@ class Interview:
         notebook, section = WHERE.get(q.id, (TOPICS[q.topic][2], ""))
         where = f"<br>proven live in {html.escape(notebook)}" + (f", section <i>{html.escape(section)}</i>"
                                                                   if section else "")
-        self.feedback.value = (("✓ right. " if right else f"✗ the answer is {q.key}. ") + html.escape(q.why) + where)
+        self.feedback.value = (("✓ right. " if right else f"✗ the answer is {q.key}. ") + inline(q.why) + where)
         self.next_button.disabled = False
         return right
 

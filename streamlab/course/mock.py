@@ -677,6 +677,41 @@ def main(argv=None) -> int:
 
 
 # -- the notebook front end -------------------------------------------------------------------------------------
+inline = interview.inline  # a widget's HTML text, with `code` spans set as code
+
+
+def heading_cell(place: tuple) -> str:
+    """The id of the cell that holds the section's heading in the student notebook ('' when not found)."""
+    import re
+
+    from streamlab.lab.machine import ROOT
+
+    notebook, section = place
+    try:
+        cells = json.loads((ROOT / "notebooks" / notebook / f"{notebook}.ipynb").read_text())["cells"]
+    except (OSError, ValueError, KeyError):
+        return ""
+    for cell in cells:
+        text = "".join(cell.get("source", ""))
+        if cell.get("cell_type") == "markdown" and section and any(
+                re.match(r"#{1,6} ", line) and line.lstrip("#").strip().replace("`", "") == section
+                for line in text.splitlines()):
+            return cell.get("id", "")
+    return ""
+
+
+def proof_link(place: tuple) -> str:
+    """The markdown line under an answer: a link JupyterLab opens at the section that proves it.
+
+    It names the heading's cell (`#cell-id=`): JupyterLab 4 opens a notebook at a clicked link's heading anchor only
+    once that heading is rendered, which a notebook just opened has not (measured in Chromium: it stays at the top),
+    while a cell id is found in the notebook's model."""
+    notebook, _section = place
+    cell = heading_cell(place)
+    target = f"{notebook}/{notebook}.ipynb#cell-id={cell}" if cell else link(place)
+    return f"[open it in the course →]({target})"
+
+
 class MockRound:
     """A round in a notebook widget: pick topics and minutes, start, answer item by item, see the score by topic.
 
@@ -693,6 +728,9 @@ class MockRound:
                                      layout=W.Layout(width="auto"))
         self.start_button.on_click(lambda _: self.start())
         self.header, self.body, self.feedback = W.HTML(), W.HTML(), W.HTML()
+        # The proof's link as markdown in an Output: rendered by JupyterLab, which opens the notebook at the
+        # section (a link in a widget's HTML would leave the lab).
+        self.proof = W.Output()
         self.controls = W.VBox()
         self.next_button = W.Button(description="next", icon="arrow-right", disabled=True)
         self.next_button.on_click(lambda _: self.next())
@@ -700,7 +738,7 @@ class MockRound:
         self.header.value = ("<b>Weak topics due again:</b> " + ", ".join(weak)) if weak else \
             "Pick topics and a length, then start."
         self.box = W.VBox([W.HBox([self.topic_box, W.VBox([self.minutes, self.start_button])]), self.header,
-                           self.body, self.controls, self.feedback, self.next_button])
+                           self.body, self.controls, self.feedback, self.proof, self.next_button])
 
     def start(self) -> None:
         """Plan a round on the chosen topics and show its first item."""
@@ -715,6 +753,7 @@ class MockRound:
         rnd = self.round
         it = rnd.current if rnd else None
         self.feedback.value = ""
+        self.proof.outputs = ()
         self.next_button.disabled = True
         if rnd is None:
             return
@@ -728,10 +767,10 @@ class MockRound:
         done = len(rnd.results)
         self.header.value = (f"<b>Item {done + 1} of {len(rnd.items)}</b> · {it.kind} · {it.topic} · "
                              f"{left // 60}:{left % 60:02d} left")
-        text = f"<p>{html.escape(it.text)}</p>"
+        text = f"<p>{inline(it.text)}</p>"
         if it.kind == "choice":
             text += "<ul style='list-style:none'>" + "".join(
-                f"<li><b>{l})</b> {html.escape(o)}</li>" for l, o in zip(interview.LETTERS, it.options)) + "</ul>"
+                f"<li><b>{l})</b> {inline(o)}</li>" for l, o in zip(interview.LETTERS, it.options)) + "</ul>"
             buttons = []
             for letter in interview.LETTERS:
                 b = W.Button(description=letter, layout=W.Layout(width="60px"))
@@ -758,7 +797,7 @@ class MockRound:
         import ipywidgets as W
 
         it = self.round.current
-        self.body.value += f"<p><b>Model answer.</b> {html.escape(it.why)}</p><p><b>Tick the points you made:</b></p>"
+        self.body.value += f"<p><b>Model answer.</b> {inline(it.why)}</p><p><b>Tick the points you made:</b></p>"
         self._ticks = [W.Checkbox(description=p, indent=False, layout=W.Layout(width="100%")) for p in it.points]
         mark = W.Button(description="mark it", button_style="primary")
         mark.on_click(lambda _: self.answer([i for i, t in enumerate(self._ticks) if t.value]))
@@ -767,6 +806,8 @@ class MockRound:
     def answer(self, given) -> bool:
         """Answer the current item; says whether it counted, why, and where the course proves it."""
         import html
+
+        from IPython.display import Markdown
 
         rnd = self.round
         it = rnd.current
@@ -777,10 +818,11 @@ class MockRound:
         verdict = ("⏱ time is up: not counted. " if late else "✓ right. " if right else
                    "✗ " + (f"the answer is {it.key}. " if it.kind != "explain" else "fewer than two thirds of the "
                                                                                     "points. "))
-        explanation = "" if it.kind == "explain" else html.escape(it.why)
-        # Text, not a link: a widget's links are not JupyterLab's (they would leave the lab); the page's are.
+        explanation = "" if it.kind == "explain" else inline(it.why)
         section = f", section <i>{html.escape(it.where[1])}</i>" if it.where[1] else ""
-        self.feedback.value = f"{verdict}{explanation}<br>proven live in {html.escape(it.where[0])}{section}"
+        self.feedback.value = f"{verdict}{explanation}<br>proven live in {html.escape(it.where[0])}{section}:"
+        self.proof.outputs = ()
+        self.proof.append_display_data(Markdown(proof_link(it.where)))
         self.body.value = self.body.value.replace("<p><b>Tick the points you made:</b></p>", "")
         self.controls.children = ()
         self.next_button.disabled = False

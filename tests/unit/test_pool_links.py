@@ -3,7 +3,8 @@
 A wrong answer in the drill or the mock interview sends the candidate to a cell to rerun; a link that names only a
 module (or a heading the notebook no longer has, after a heading was reworded) leaves them searching a 60-cell
 notebook. The headings are read from the notebooks students open (notebooks/, built by `grader release`), the way
-JupyterLab makes its anchors: the heading's text with spaces turned into '-'.
+JupyterLab makes its anchors: the heading's text with spaces turned into '-'. The mock round's clickable link names
+the heading's cell instead (`#cell-id=`), which JupyterLab scrolls to in a notebook it has just opened.
 """
 from __future__ import annotations
 
@@ -39,6 +40,9 @@ def test_the_question_links_to_a_section_of_the_student_notebook(qid):
     assert section in found, f"{qid}: no heading {section!r} in notebooks/{notebook}"
     assert found.count(section) == 1, f"{qid}: {section!r} is not unique in {notebook}, so the anchor is ambiguous"
     assert mock.link((notebook, section)).endswith(f"{notebook}.ipynb#" + section.replace(" ", "-"))
+    # the widget's clickable link names the heading's cell, which JupyterLab finds in a notebook just opened
+    cell = mock.heading_cell((notebook, section))
+    assert cell and mock.proof_link((notebook, section)).endswith(f"({notebook}/{notebook}.ipynb#cell-id={cell})")
 
 
 def test_every_question_of_the_pool_has_its_section_and_nothing_else_does():
