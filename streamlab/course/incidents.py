@@ -131,12 +131,12 @@ def _known(value, table: dict, what: str) -> None:
 
 def menu() -> None:
     """Print the published causes and fixes, each id with what it means."""
-    print("Causes:")
-    for cid, says in CAUSES.items():
-        print(f"  {cid:<26} {says}")
-    print("Fixes:")
-    for fid, says in FIXES.items():
-        print(f"  {fid:<26} {says}")
+    import textwrap
+
+    for title, table in (("Causes:", CAUSES), ("Fixes:", FIXES)):
+        print(title)
+        for key, says in table.items():  # wrapped under its column: a notebook 1,280 px wide shows ~100 characters
+            print(textwrap.fill(says, width=96, initial_indent=f"  {key:<26} ", subsequent_indent=" " * 29))
 
 
 _current: list = []  # the one incident running in this kernel (starting another stops it)
