@@ -33,7 +33,6 @@ step that lets the query read everything produced (`drain`), and a few words of 
 """
 from __future__ import annotations
 
-import atexit
 import difflib
 import inspect
 import os
@@ -52,6 +51,7 @@ from streamlab.demo.loop import (DEMO_SECONDS_ENV, FIRST_BATCH_WAIT_S, REDRAW_EV
 from streamlab.demo.settings import KnobError, StreamSettings, settings_text
 from streamlab.demo.widgets import png
 from streamlab.errors import LabError
+from streamlab.lab import teardown
 
 GRADING_SECONDS = 12  # under the grader nobody plays: a demo runs this long after its script at most
 COLUMNS = ("batch", "time", "rows", "cap", "duration_ms", "input_rate", "process_rate", "lag", "restart", "run",
@@ -444,4 +444,4 @@ def stop_all() -> None:
             pass  # the broker or the session may already be gone
 
 
-atexit.register(stop_all)
+teardown.register("live demos", stop_all)

@@ -1,7 +1,6 @@
 """The notebook life cycle: the one setup cell, topics made for a lesson, and the cleanup at the end."""
 from __future__ import annotations
 
-import atexit
 import os
 import re
 import sys
@@ -10,7 +9,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from streamlab.lab import topics as _topics
+from streamlab.lab import teardown, topics as _topics
 from streamlab.lab.broker import ensure_broker, probe, probe_all, topic_states
 from streamlab.errors import LabError
 from streamlab.lab.session import chosen_engine, engine, spark
@@ -747,20 +746,38 @@ def _stop_quietly(query) -> None:
         pass  # a stop timeout: the query is already marked stopped and its thread ends by itself
 
 
-@atexit.register
 def _at_exit() -> None:
     """At the kernel's exit: what cleanup() does, within seconds; never starts a broker the learner stopped."""
-    from streamlab.lab.broker import external_bootstrap, remove_user
-
-    try:
-        said = (_finish(None, CLEANUP_S, at_exit=True) if (_made_topics or _left_topics or _made_folders or _bootstrap)
-                else "")
-    except Exception as exc:  # the interpreter is shutting down: say it, never hang
-        said = f"cleanup at exit failed: {exc}"
-    if _bootstrap and not external_bootstrap():
-        remove_user()
-    from streamlab.lab.session import remove_jvm_folder
-
-    remove_jvm_folder()  # once more: stopping the queries above can make Spark write into it again
+    if not (_made_topics or _left_topics or _made_folders or _bootstrap):
+        return
+    said = _finish(None, CLEANUP_S, at_exit=True)
     if "left:" in said and "nothing left" not in said:
         print(f"streamlab at exit: {said}", file=sys.stderr)
+
+
+def _leave_broker() -> None:
+    """At the kernel's exit: this kernel no longer counts as a user of the lab's own broker."""
+    from streamlab.lab.broker import external_bootstrap, remove_user
+
+    if _bootstrap and not external_bootstrap():
+        remove_user()
+
+
+def _close_sink_producers() -> None:
+    """At the kernel's exit: the offline sink's cached producers, if this kernel wrote with the offline engine."""
+    sink = sys.modules.get("streamlab.offline.sink")  # not imported: nothing to close (and nothing to import)
+    if sink is not None:
+        sink.close_producers()
+
+
+def _remove_jvm_folder() -> None:
+    """At the kernel's exit, last: the driver JVM's temporary folder (stopping queries can write into it again)."""
+    from streamlab.lab.session import remove_jvm_folder
+
+    remove_jvm_folder()
+
+
+teardown.register("queries, topics and folders", _at_exit)
+teardown.register("offline sink producers", _close_sink_producers)
+teardown.register("broker user", _leave_broker)
+teardown.register("jvm folder", _remove_jvm_folder)

@@ -5,7 +5,6 @@ record's sequence number to send anything else (bytes, str, dict/list as JSON, N
 """
 from __future__ import annotations
 
-import atexit
 import json
 import threading
 import time
@@ -13,6 +12,7 @@ import weakref
 from collections import deque
 from typing import Callable, Iterable
 
+from streamlab.lab import teardown
 from streamlab.lab.broker import ensure_broker
 
 ACTIONS = ("view", "click", "add_to_cart", "purchase", "refund")
@@ -186,13 +186,15 @@ def stop_all(timeout: float = STOP_WAIT_S) -> list[str]:
     return [line for line in lines if line]
 
 
-@atexit.register
 def _stop_all_at_exit() -> None:
     """At the kernel's exit: every producer stopped within seconds whatever the broker does; losses said."""
     import sys
 
     for line in stop_all(3.0):
         print(f"streamlab at exit: {line}", file=sys.stderr)
+
+
+teardown.register("background producers", _stop_all_at_exit)
 
 
 class BackgroundProducer:

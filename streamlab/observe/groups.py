@@ -7,11 +7,11 @@ groups it makes.
 """
 from __future__ import annotations
 
-import atexit
 import time
 import uuid
 
 from streamlab.observe import lag as _lag
+from streamlab.lab import teardown
 from streamlab.lab.broker import ensure_broker
 from streamlab.lab.topics import admin, describe_topic
 
@@ -113,13 +113,15 @@ def forget_groups(bootstrap: str | None = None) -> list[str]:
     return gone
 
 
-@atexit.register
 def _at_exit() -> None:
     try:
         if _made_groups:
             forget_groups()
-    except Exception:
-        pass  # the broker may already be gone
+    except Exception:  # noqa: BLE001 - at exit the broker may already be gone: nothing to say, nothing to do
+        pass
+
+
+teardown.register("consumer groups", _at_exit)
 
 
 def consume_and_commit(topic: str, group: str, bootstrap: str | None = None, timeout: float = 10.0) -> int:

@@ -14,13 +14,13 @@ query's checkpoint (`offsets/N`, `commits/N`) and in its progress reports. So la
 """
 from __future__ import annotations
 
-import atexit
 import json
 import threading
 import time
 import weakref
 from collections import deque
 
+from streamlab.lab import teardown
 from streamlab.lab.broker import ensure_broker
 
 GROWING, RECOVERING, STABLE = "falling behind", "recovering", "stable"
@@ -168,11 +168,13 @@ def classify(progress_events) -> str:
 _monitors: "weakref.WeakSet[LagMonitor]" = weakref.WeakSet()
 
 
-@atexit.register
 def stop_monitors() -> None:
     """Stop every LagMonitor still polling (also called when the kernel exits)."""
     for monitor in list(_monitors):
         monitor.stop()
+
+
+teardown.register("lag monitors", stop_monitors)
 
 
 class LagMonitor:

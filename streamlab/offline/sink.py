@@ -39,7 +39,6 @@ what is written.
 """
 from __future__ import annotations
 
-import atexit
 import re
 import threading
 import warnings
@@ -288,9 +287,12 @@ def _discard(config: dict, producer) -> None:
         pass  # closing a broken producer is best effort; the task already fails with the real error
 
 
-@atexit.register
 def close_producers() -> None:
-    """Flush and close every cached producer (called when the Python worker exits)."""
+    """Flush and close every cached producer (the lab's teardown calls it when the kernel exits).
+
+    The offline engine imports nothing of the lab, so it has no exit handler of its own: in the kernel the lab's
+    teardown (streamlab.lab.teardown, step "offline sink producers") calls this; in a Spark Python worker each
+    KafkaProducer closes itself at exit (kafka-python registers that), and every task flushed before it returned."""
     with _producers_lock:
         cached = list(_producers.values())
         _producers.clear()
