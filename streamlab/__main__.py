@@ -51,6 +51,23 @@ def _learner_jupyter_config() -> Path:
     return folder
 
 
+def _fresh_workspaces() -> Path:
+    """An empty folder for JupyterLab's workspaces, emptied at each `make lab`.
+
+    JupyterLab restores the last session's tabs, and every notebook it reopens starts a kernel (three kernels in the
+    cluster lab before anything ran). A new `make lab` opens the course's home alone; within one lab, a reload still
+    keeps the tabs.
+    """
+    import shutil
+
+    from streamlab.lab.jars import state_dir
+
+    folder = state_dir() / "jupyter-workspaces"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def _lab(port: int) -> int:
     """Set up, serve JupyterLab, and on exit stop the broker only if this command started it."""
     import signal
@@ -74,7 +91,7 @@ def _lab(port: int) -> int:
     env = dict(os.environ, VIRTUAL_ENV=str(Path(venv_bin).parent),
                # JupyterLab's terminals get the course's environment, so `python -m grader check` works there.
                PATH=venv_bin + os.pathsep + settings.path,
-               JUPYTER_CONFIG_DIR=str(_learner_jupyter_config()))
+               JUPYTER_CONFIG_DIR=str(_learner_jupyter_config()), JUPYTERLAB_WORKSPACES_DIR=str(_fresh_workspaces()))
     cmd = [sys.executable, "-m", "jupyter", "lab", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
            "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root / 'notebooks'}", "--no-browser"]
     if (root / "notebooks" / "START-HERE.ipynb").is_file():  # the course's home: paths, the module map, progress

@@ -26,3 +26,15 @@ def test_nbgrader_panels_are_off_in_the_learner_lab():
     lab = _listing("labextension", config)
     assert re.search(r"@jupyter/nbgrader v\S+ disabled", lab), lab
     assert re.search(r"@jupyter-widgets/jupyterlab-manager v\S+ enabled", lab), "widgets must stay on"
+
+
+def test_each_make_lab_starts_from_empty_workspaces_so_no_old_tab_starts_a_kernel(tmp_path, monkeypatch):
+    """JupyterLab reopens the last session's tabs, each starting a kernel; `make lab` empties its workspaces first
+    (tried in Chromium: a second `make lab` opened START-HERE alone, one session, where the first had two)."""
+    from streamlab.__main__ import _fresh_workspaces
+
+    monkeypatch.setenv("STREAMLAB_HOME", str(tmp_path))
+    first = _fresh_workspaces()
+    (first / "default-37a8.jupyterlab-workspace").write_text('{"data": {"notebook:01.ipynb": {}}}')
+    again = _fresh_workspaces()
+    assert again == first and again.is_dir() and list(again.iterdir()) == []
