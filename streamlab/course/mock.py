@@ -706,10 +706,14 @@ def proof_link(place: tuple) -> str:
     It names the heading's cell (`#cell-id=`): JupyterLab 4 opens a notebook at a clicked link's heading anchor only
     once that heading is rendered, which a notebook just opened has not (measured in Chromium: it stays at the top),
     while a cell id is found in the notebook's model."""
+    return f"[open it in the course →]({proof_target(place)})"
+
+
+def proof_target(place: tuple) -> str:
+    """The link target of proof_link: the notebook and its heading's cell id (the heading anchor when not found)."""
     notebook, _section = place
     cell = heading_cell(place)
-    target = f"{notebook}/{notebook}.ipynb#cell-id={cell}" if cell else link(place)
-    return f"[open it in the course →]({target})"
+    return f"{notebook}/{notebook}.ipynb#cell-id={cell}" if cell else link(place)
 
 
 class MockRound:

@@ -204,7 +204,8 @@ def test_the_interview_page_holds_the_20_answers_and_its_links_resolve():
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     for qid, _topic, question, model, _points, place in mock.EXPLAIN:
         assert question in text and model in text, f"{qid}: the page and mock.EXPLAIN differ"
-        assert f"]({mock.link(place)})" in text, qid
+        # the heading's cell id: JupyterLab opens a clicked link there (a heading anchor leaves it at the top)
+        assert f"]({mock.proof_target(place)})" in text and "#cell-id=" in mock.proof_target(place), qid
     for link in set(re.findall(r"\]\(([^)#\s]+\.ipynb)", text)):
         assert (SOURCE / link).is_file(), link
     assert (RELEASE / "INTERVIEW.ipynb").is_file(), "notebooks/ lacks the page: run python -m grader release"
