@@ -14,6 +14,8 @@ def _has_gap(value) -> bool:
         return True
     if isinstance(value, str):
         return "..." in value
+    if isinstance(value, dict):
+        return any(_has_gap(v) for v in value.values())
     if isinstance(value, (tuple, list, frozenset, set)):
         return any(_has_gap(v) for v in value)
     if isinstance(value, types.CodeType):

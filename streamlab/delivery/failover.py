@@ -10,7 +10,8 @@ partition 0; `wait()` counts, from the destinations themselves, every acknowledg
 `acks_experiment` shows what `acks` means when the leader dies: the followers are paused (SIGSTOP) so they
 fetch nothing, records are produced, the leader is killed and the followers resumed. A follower becomes leader
 without the records only the old leader had: those that `acks=1` acknowledged are gone; `acks=all` never
-acknowledged them.
+acknowledged them. `leader_kill_under` runs the same kill under a learner's own producer settings (module 9's
+Exercise 5) and counts, with the course's one rule, whether every record was acknowledged and none lost or doubled.
 
 `unclean_experiment` goes further: a partition's only in-sync replica dies and an out-of-sync one is elected, so
 records that were acknowledged and already read vanish. Two queries show what `failOnDataLoss` does with that: `true`
@@ -557,6 +558,89 @@ _until = functools.partial(wait_until, every=0.3, retry_on=(Exception,))
 # The driver's offset fetch that meets the dead leader waits out the admin client's default.api.timeout.ms (60 s
 # by default: measured here, a minute's stall after the election) before Spark asks again; 10 s keeps the lesson short.
 UNCLEAN_TIMEOUTS = {"kafka.default.api.timeout.ms": "10000", "kafka.request.timeout.ms": "5000"}
+
+
+# The producer settings a learner may choose for the leader kill (kafka-python's names, as the lab's producers use).
+PRODUCER_SETTINGS = ("acks", "enable_idempotence", "retries", "delivery_timeout_ms", "request_timeout_ms",
+                     "retry_backoff_ms", "max_in_flight_requests_per_connection")
+SETTLE_CAP_S = 90.0  # the longest the leader kill waits for the producer to settle its records
+
+
+def producer_settings(settings) -> dict:
+    """A learner's producer settings, checked: a dict of PRODUCER_SETTINGS (LabError in one line otherwise)."""
+    if not isinstance(settings, dict) or not settings:
+        raise LabError("Give the producer settings as a dict, e.g. {'acks': ..., 'retries': ...}.")
+    unknown = sorted(set(settings) - set(PRODUCER_SETTINGS))
+    if unknown:
+        raise LabError(f"Unknown producer setting {unknown[0]!r}: use kafka-python's names, "
+                       f"{', '.join(PRODUCER_SETTINGS)}.")
+    return dict(settings)
+
+
+def leader_kill_under(settings, records: int = 60, bootstrap: str | None = None) -> dict:
+    """Kill a partition's leader under a producer with `settings` and count what survived (module 9's Exercise 5).
+
+    Both followers are paused (as in acks_experiment) while the producer sends `records`, so whatever only the leader
+    held dies with it; then the leader is killed, the followers resume and elect a new one, and the producer gets
+    until its own delivery timeout (at most SETTLE_CAP_S) to settle each record. What the partition holds is counted
+    with the course's one rule against the ids the producer had acknowledged. `survived`: every record acknowledged,
+    none lost, none twice."""
+    import streamlab
+    from kafka import KafkaProducer
+    from streamlab.lab.topics import records as read_records
+
+    settings = producer_settings(settings)
+    _need_cluster()
+    bootstrap = bootstrap or cluster.bootstrap()
+    topic = streamlab.new_topic("leader-kill", partitions=1)
+    wait_until(lambda: len(cluster.isr_of(topic)) == cluster.NODES, 30, retry_on=(Exception,))  # a node just back
+    leader = cluster.leader_of(topic)
+    followers = [n for n in range(1, cluster.NODES + 1) if n != leader]
+    try:
+        producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0, **settings)
+    except Exception as exc:
+        raise LabError(f"These producer settings are refused: {first_line(exc)}") from None
+    acked: set[int] = set()
+    failed: dict[int, str] = {}
+    killed = False
+    try:
+        try:
+            producer.send(topic, b"warm-up", partition=0).get(timeout=30)  # metadata and a connection, all up
+            paused = [cluster.node_pid(n) for n in followers]
+            for pid in paused:
+                os.killpg(pid, signal.SIGSTOP)
+            time.sleep(FETCH_SETTLE_S)  # fetches already waiting at the leader end empty (acks_experiment)
+            try:
+                for i in range(records):
+                    future = producer.send(topic, str(i).encode(), partition=0)
+                    future.add_callback(lambda _meta, i=i: acked.add(i))
+                    future.add_errback(lambda exc, i=i: failed.setdefault(i, type(exc).__name__))
+                time.sleep(3)  # what acks=1 acknowledges, the leader alone holds
+                cluster.kill_node(leader)
+                killed = True
+            finally:
+                for pid in paused:
+                    os.killpg(pid, signal.SIGCONT)
+            try:
+                limit = min(SETTLE_CAP_S, float(settings.get("delivery_timeout_ms", 120_000)) / 1000 + 10)
+            except (TypeError, ValueError):
+                limit = SETTLE_CAP_S
+            began = time.monotonic()
+            while time.monotonic() - began < limit and len(acked) + len(failed) < records:
+                time.sleep(0.3)
+            settled = round(time.monotonic() - began, 1)
+        finally:
+            close_now(producer, timeout=2)
+        # read from the new leader: a client asking before the election may be sent to the dead one
+        wait_until(lambda: cluster.leader_of(topic) in followers, 40, retry_on=(Exception,))
+        kept = [int(r.value) for r in read_records(topic, cluster.live_bootstrap(), False, 20) if r.value.isdigit()]
+    finally:
+        if killed:
+            cluster.start_node(leader)  # also when something failed: what comes next needs all three
+    counted = count_delivery(kept, acked)
+    return {"sent": records, "acknowledged": len(acked), "failed": len(failed),
+            "errors": sorted(set(failed.values())), **counted, "settled s": settled,
+            "survived": len(acked) == records and counted["lost"] == 0 and counted["duplicated"] == 0}
 
 
 def unclean_experiment(spark, records: int = 20, bootstrap: str | None = None) -> dict:

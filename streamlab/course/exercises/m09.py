@@ -40,3 +40,28 @@ def ex4_rule(accepted) -> None:
     """Check accepted for acks=all below min.insync.replicas."""
     got = attempt(_answer(accepted), "all", 1, 2)
     expect(got is False, "ex4_all_below_min", "False", repr(got), "acks=all needs min.insync.replicas in the ISR")
+
+
+CLUSTER_HOW = "make lab CLUSTER=1 (or python -m streamlab cluster start), then this module's setup cell"
+
+
+def ex5_leader_kill(ex5_run, on_cluster: bool) -> None:
+    """Check Exercise 5 by what happened to the learner's records under the leader kill (no points: needs the
+    cluster, which the grader has not)."""
+    from streamlab.course.checks import FORM
+
+    if not on_cluster:
+        print(f"{FORM} ex5_leader_kill: runs on the lab's cluster only ({CLUSTER_HOW}); it earns no points")
+        return
+    if not isinstance(ex5_run, dict):
+        expect(False, "ex5_leader_kill", "a run", "no run", "fill in the ... of ex5_producer, run the cell above")
+        return
+    found = (f"{ex5_run['acknowledged']} of {ex5_run['sent']} acknowledged, {ex5_run['lost']} of them lost, "
+             f"{ex5_run['duplicated']} twice")
+    if ex5_run["lost"]:
+        hint = "an acknowledged record was only on the dead leader: who must hold it before the leader answers?"
+    elif ex5_run["acknowledged"] < ex5_run["sent"]:
+        hint = "the producer gave up before a new leader was elected: let it retry, for longer than an election"
+    else:
+        hint = "a retried send was written twice: let the broker drop a producer's repeated batch"
+    expect(ex5_run["survived"], "ex5_leader_kill", "every record acknowledged, none lost, none twice", found, hint)
