@@ -278,14 +278,15 @@ def seed_for(student: str, aid: str, seed: int | None) -> int:
 def quiz_rounds_graded(student: str, aid: str, original, submitted=None, notes: list | None = None) -> dict[str, str]:
     """The quiz as graded, for the run's environment (streamlab.course.quiz): the questions whose options the notebook
     shows in each learner's order, and the rounds: a self-paced learner's from her record (the options and numbers
-    her notebook showed); a cohort's are round 0, what a hub's notebooks show. A `submitted` copy made before the
-    options were shuffled (no quiz.options cell at all) showed them in the markdown's order: graded in those letters,
-    with a note."""
+    her notebook showed); a workshop learner's from the record the hub keeps for her (`cohort_rounds`: what her
+    notebook on the hub shows); any other cohort's are round 0. A `submitted` copy made before the options were
+    shuffled (no quiz.options cell at all) showed them in the markdown's order: graded in those letters, with a
+    note."""
     from streamlab.course.quiz import ROUNDS_ENV, SHUFFLED_ENV, recorded_rounds
 
     from .lint import written_options
 
-    rounds = recorded_rounds(aid) if student == DEFAULT_STUDENT else {}
+    rounds = recorded_rounds(aid) if student == DEFAULT_STUDENT else cohort_rounds(student, aid)
     shuffled = sorted(written_options(original))
     if shuffled and submitted is not None and not written_options(submitted):
         shuffled = []
@@ -293,6 +294,21 @@ def quiz_rounds_graded(student: str, aid: str, original, submitted=None, notes: 
             notes.append("this copy of the notebook shows the quiz's options in the notebook's own order (it predates "
                          f"options in your own order): its letters are graded as shown; notebooks/{aid} has the new one")
     return {ROUNDS_ENV: json.dumps(rounds), SHUFFLED_ENV: ",".join(f"q{n}" for n in shuffled)}
+
+
+def cohort_rounds(student: str, aid: str) -> dict[str, int]:
+    """A cohort learner's {question: round}: in a workshop's grading ($STREAMLAB_WORKSHOP_ROOT set, as
+    workshop/instructor.py sets it) the rounds its checks service recorded for her, so a learner who retried on the
+    hub is graded in the letters her notebook shows; elsewhere none (round 0)."""
+    from streamlab.course.quiz import hub_record_file, recorded_rounds
+    from streamlab.settings import settings
+
+    if not type(settings).workshop_root.is_set():
+        return {}
+    try:
+        return recorded_rounds(aid, hub_record_file(settings.workshop_root, student))
+    except ValueError:  # not a name a workshop gives a learner: no record of hers
+        return {}
 
 
 def _variant_worked_on(submitted) -> int | None:

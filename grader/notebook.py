@@ -75,7 +75,8 @@ HUB_CHECK_WAIT_S = 1800  # a room's checks queue for the hub's few grading slots
 
 def check_on_hub(path: Path, url: str) -> int:
     """Check my work on a workshop's hub: the hub grades the saved notebook (the hidden tests stay with it, out of
-    this server's sight) and answers the table; the score goes into this learner's progress as a local check's."""
+    this server's sight) in the quiz rounds it keeps for her and answers the table; the score goes into this
+    learner's progress as a local check's, the hub's quiz record into her quiz.json (what her cells show)."""
     from types import SimpleNamespace
 
     from streamlab.lab import hubservice
@@ -93,6 +94,14 @@ def check_on_hub(path: Path, url: str) -> int:
         return 1
     print(got["table"])
     print(f"feedback: {got['feedback']} (in your home)")
+    from streamlab.course.quiz import keep_record
+
+    # The hub's record is the one graded: her copy follows it, so her quiz cells show the rounds her next check grades.
+    if "quiz" in got and not keep_record(aid, got["quiz"]):
+        print("⚠ could not write your quiz record ($STREAMLAB_HOME/quiz.json): the options your cells show may not be "
+              "the ones graded; tell your instructor")
+    if got.get("summary"):
+        print(got["summary"])
     from .progress import record
 
     record(SimpleNamespace(graded=got["graded"], assignment=aid, score=got["score"], max_score=got["max"],

@@ -3,9 +3,11 @@ regrade one learner, and export the grades for an LMS.
 
 Grading is `grader grade` (grader/cohort.py): every notebook in its own sandbox, `workers` at once (one per core
 by default), each learner with the variant seeds the hub gave them (`student_seed(learner, assignment)`), so the
-numbers a learner worked with are the numbers they are graded with. The grader runs on the instructor's own lab
-broker ($STREAMLAB_BROKER_PORT), not on the room's: grading never competes with a live lesson for the room's
-quotas, and the learners' credentials never reach a graded kernel.
+numbers a learner worked with are the numbers they are graded with, and each in the quiz rounds the hub's checks
+service recorded for her (checks.py; grader.grading.cohort_rounds): a learner whose Check my work moved a question
+to a new round sees that round's options in her notebook, and is graded in its letters. The grader runs on the
+instructor's own lab broker ($STREAMLAB_BROKER_PORT), not on the room's: grading never competes with a live lesson
+for the room's quotas, and the learners' credentials never reach a graded kernel.
 
 Folders under the workshop root: `collected/<assignment>/<learner>/<assignment>/<assignment>.ipynb` (nbgrader's
 submitted layout), `grades/<assignment>/{grades.csv,messages.csv,feedback/}`; in each learner's home
@@ -141,7 +143,8 @@ def regrade(settings: Settings, assignment: str, learner: str, timeout: int | No
 
 def _hiding(settings: Settings):
     """While grading: the sandbox hides this workshop's folder (the hub's and the room Kafka's secrets, the other
-    learners' homes and grades), also when it is not the default one (`--root`)."""
+    learners' homes and grades), also when it is not the default one (`--root`); the grader reads each learner's quiz
+    rounds from it (grader.grading.cohort_rounds), outside the sandbox."""
     from grader.grading import setenv
 
     return setenv(STREAMLAB_WORKSHOP_ROOT=str(Path(settings.root).resolve()))

@@ -12,8 +12,10 @@ are reshuffled and its numbers (draws named `qN…`) drawn anew for the next try
 `$STREAMLAB_HOME/quiz.json`, keeps per question its round, the first attempt's mark (the first Check my work in which
 she answered it) and the best mark; `python -m grader progress` shows both. `grader check` (the learner's own
 Check my work) writes it and grades in its rounds; her notebook's cells read it, and a visible check says when a
-question moved on since its cells ran. A cohort's grading uses round 0, which is what a hub's learners see (their
-copy has no hidden tests, so no explanation moved a round).
+question moved on since its cells ran. On a workshop's hub the record that counts is the hub's: its checks service
+grades her in the rounds it keeps for her (`hub_record_file`, out of her reach) and hands them back, and `grader check`
+writes them here (`keep_record`) so her cells show what is graded; the instructor's grading of what the hub collected
+uses the same rounds. Any other cohort is graded in round 0.
 
 And `self_check`: the ungraded "Check yourself" questions after a section (their texts and keys in
 streamlab/course/self_checks.py, their options in each learner's order too), which answer at once with their
@@ -42,6 +44,14 @@ def record_file() -> Path:
     from streamlab.lab.jars import state_dir
 
     return state_dir() / "quiz.json"
+
+
+def hub_record_file(root: str | Path, learner: str) -> Path:
+    """Where a workshop's checks service keeps learner `learner`'s quiz record: in the workshop's own folder (root's,
+    never the learner's home), `quiz/<learner>.json`, the same shape as quiz.json (workshop/checks.py)."""
+    if not learner or learner.startswith(".") or Path(learner).name != learner:
+        raise ValueError(f"{learner!r} is not a learner's name")
+    return Path(root) / "quiz" / f"{learner}.json"
 
 
 def load_record(path: Path | None = None) -> dict[str, dict]:
@@ -84,14 +94,39 @@ def record_check(assignment: str, marks: dict[str, bool], path: Path | None = No
     when = time.strftime("%Y-%m-%d %H:%M")
     for question in marks:
         entries[question]["checked"] = when
+    return moved if _write(path, data) else []
+
+
+def keep_record(assignment: str, entries: dict, path: Path | None = None) -> bool:
+    """Take an assignment's record as a workshop's hub keeps it (its checks service graded in those rounds): her
+    notebook's cells then show the rounds graded. False when it cannot be written, or `entries` is not a record."""
+    if not isinstance(entries, dict):
+        return False
+    kept = {}
+    for question, entry in entries.items():
+        if not isinstance(entry, dict):
+            return False
+        try:
+            kept[question] = {**{k: int(entry.get(k, 0)) for k in ("round", "first", "best", "checks")},
+                              **({"checked": str(entry["checked"])} if "checked" in entry else {})}
+        except (TypeError, ValueError):
+            return False
+    path = path or record_file()
+    data = load_record(path)
+    data[assignment] = kept
+    return _write(path, data)
+
+
+def _write(path: Path, data: dict) -> bool:
+    """Write a record {assignment: {question: entry}} in one step; False when it cannot be written."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temp = path.with_suffix(".tmp")
         temp.write_text(json.dumps({"assignments": data}, indent=1, sort_keys=True), encoding="utf-8")
         os.replace(temp, path)
     except OSError:
-        return []
-    return moved
+        return False
+    return True
 
 
 def summary(assignment: str, record: dict | None = None) -> str | None:
