@@ -142,6 +142,105 @@ def _bars(ax, xs: list, heights: list, width: float, **style):
     return ax, bars
 
 
+@dataclass
+class Series:
+    """One demo's share of a figure, handed to each built-in panel: its batches' times `xs` on the shared axis
+    (`shift` added), its `color`, `name` (the label prefix when several demos share the figure: "" when `one`),
+    its bars' `width` and `offset` beside the other demos', the axis' `end`, the lag's `lag_lines`, and `bars`, the
+    figure's list that bar collections go to (added after every line: see _bars)."""
+
+    demo: object
+    shift: float
+    color: str
+    name: str
+    one: bool
+    xs: list
+    width: float
+    offset: float
+    end: float
+    lag_lines: str
+    bars: list
+
+
+@dataclass
+class BuiltIn(Panel):
+    """One of Spark UI's charts: `draw(ax, series)` draws one demo's Series of it."""
+
+
+def _rates(ax, s: Series) -> None:
+    rows = s.demo.history
+    ax.plot(s.xs, [b["input_rate"] for b in rows], color=s.color if not s.one else PALETTE[0], marker=".",
+            linewidth=1.5, label=f"{s.name}input rate")
+    ax.plot(s.xs, [b["process_rate"] for b in rows], color=s.color if not s.one else PALETTE[1], marker=".",
+            linewidth=1.5, linestyle="--" if not s.one else "-", label=f"{s.name}process rate")
+
+
+def _duration(ax, s: Series) -> None:
+    s.bars.append(_bars(ax, [x + s.offset for x in s.xs], [b["duration_ms"] for b in s.demo.history], s.width,
+                        facecolors=s.color, alpha=0.8, label=f"{s.name}batch duration"))
+    tx, ty = _step(s.demo.timeline, "trigger_seconds", s.end - s.shift, 1000)
+    ax.step([x + s.shift for x in tx], ty, where="post", color=RESTART_COLOR if s.one else s.color,
+            linestyle="--", linewidth=1, label=f"{s.name}trigger interval")
+
+
+def _rows(ax, s: Series) -> None:
+    s.bars.append(_bars(ax, [x + s.offset for x in s.xs], [b["rows"] for b in s.demo.history], s.width,
+                        facecolors=s.color, alpha=0.8, label=f"{s.name}rows per batch"))
+    cx, cy = _step(s.demo.timeline, "cap", s.end - s.shift)
+    if any(y == y for y in cy):  # not all NaN: some cap was set
+        ax.step([x + s.shift for x in cx], cy, where="post", color=RESTART_COLOR if s.one else s.color,
+                linestyle="--", linewidth=1, label=f"{s.name}maxOffsetsPerTrigger")
+
+
+def _lag(ax, s: Series) -> None:
+    samples = s.demo.samples
+    ts = [x["t"] + s.shift for x in samples]
+    if s.one and s.lag_lines == "partitions":
+        keys = sorted({k for x in samples for k in x["partitions"]})
+        for j, k in enumerate(keys):
+            ax.plot(ts, [x["partitions"].get(k, 0) for x in samples], color=PALETTE[j % len(PALETTE)],
+                    linewidth=1.8, label=f"partition {k}")
+    else:
+        ax.plot(ts, [x["lag"] for x in samples], color=s.color, linewidth=2, label=f"{s.name}total lag")
+
+
+def _tasks(ax, s: Series) -> None:
+    s.bars.append(_bars(ax, [x + s.offset for x in s.xs], [b["tasks"] or 0 for b in s.demo.history], s.width,
+                        facecolors=s.color, label=f"{s.name}tasks in the batch"))
+    px, py = _step(s.demo.timeline, "partitions", s.end - s.shift)
+    ax.step([x + s.shift for x in px], py, where="post", color=PALETTE[1], linewidth=2,
+            label=f"{s.name}topic partitions")
+    mx, my = _step(s.demo.timeline, "min_partitions", s.end - s.shift)
+    ax.step([x + s.shift for x in mx], my, where="post", color=RESTART_COLOR, linestyle="--", linewidth=1,
+            label=f"{s.name}minPartitions (0 = unset)")
+
+
+# Spark UI's charts, each one panel (CHART_NAMES' order); a configuration's own panels are `Panel`s beside them.
+BUILT_IN = {
+    "rates": BuiltIn("input rate vs process rate", "records/s", _rates),
+    "duration": BuiltIn("batch duration vs trigger interval", "batch ms", _duration),
+    "rows": BuiltIn("rows per batch vs the cap", "rows per batch", _rows),
+    "lag": BuiltIn("lag (broker's latest − query's position)", "lag (offsets)", _lag),
+    "tasks": BuiltIn("tasks per batch vs topic partitions and minPartitions", "tasks", _tasks),
+}
+
+
+def _marks(axes, demo, shift: float, label: str, one: bool, font: float) -> None:
+    """A demo's restarts (red dashed, named at the top panel) and marks (grey dotted, named at the bottom one)."""
+    for t, text in demo.restarts:
+        for ax in axes:
+            ax.axvline(t + shift, color=RESTART_COLOR, linestyle="--", linewidth=1.2, alpha=0.9)
+        words = text if one else f"{label}: {text.removeprefix('restart: ')}"
+        axes[0].annotate(words, (t + shift, 1), xycoords=("data", "axes fraction"),
+                         fontsize=7 * font, rotation=90, va="top", ha="right", color=RESTART_COLOR,
+                         bbox=_LABEL_BOX).set_in_layout(False)
+    for t, text in demo.marks:
+        for ax in axes:
+            ax.axvline(t + shift, color="#777777", linestyle=":", linewidth=1)
+        axes[-1].annotate(text, (t + shift, 1), xycoords=("data", "axes fraction"), fontsize=7 * font, rotation=90,
+                          va="top", ha="right", color="#555555", bbox=_LABEL_BOX).set_in_layout(False)
+
+
 def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total", width: float = 9.0,
            font: float = 1.0):
     """Demos {label: LiveDemo} on one shared time axis (the wall clock of the earliest): one panel per chart of
@@ -150,7 +249,7 @@ def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total"
     from matplotlib.figure import Figure
 
     own = {name: p for d in demos.values() for name, p in d.panels.items()}
-    charts = [c for c in charts if c in CHART_NAMES or c in own] or list(CHARTS)
+    charts = [c for c in charts if c in BUILT_IN or c in own] or list(CHARTS)
     fig = Figure(figsize=(width, 0.5 * font + 1.45 * font * len(charts)))
     axes = fig.subplots(len(charts), 1, sharex=True, squeeze=False)[:, 0]
     panel = dict(zip(charts, axes))
@@ -163,82 +262,25 @@ def figure(demos: dict, charts=CHARTS, title: str = "", lag_lines: str = "total"
                       for d in demos.values())])
     for i, (label, demo) in enumerate(demos.items()):
         shift = (demo._wall0 - origin) if demo._wall0 else 0.0
-        color = PALETTE[i % len(PALETTE)]
-        one = n == 1
-        name = "" if one else f"{label}: "
-        rows = demo.history
-        xs = [b["time"] + shift for b in rows]
         width_bar = max(0.15, min(0.8 * (demo._settings["trigger_seconds"] or 0.5), 0.6) / n)
-        offset = (i - (n - 1) / 2) * width_bar
-        if "rates" in panel:
-            ax = panel["rates"]
-            ax.plot(xs, [b["input_rate"] for b in rows], color=color if not one else PALETTE[0], marker=".",
-                    linewidth=1.5, label=f"{name}input rate")
-            ax.plot(xs, [b["process_rate"] for b in rows], color=color if not one else PALETTE[1], marker=".",
-                    linewidth=1.5, linestyle="--" if not one else "-", label=f"{name}process rate")
-        if "duration" in panel:
-            ax = panel["duration"]
-            bars.append(_bars(ax, [x + offset for x in xs], [b["duration_ms"] for b in rows], width_bar,
-                              facecolors=color, alpha=0.8, label=f"{name}batch duration"))
-            tx, ty = _step(demo.timeline, "trigger_seconds", end - shift, 1000)
-            ax.step([x + shift for x in tx], ty, where="post", color=RESTART_COLOR if one else color,
-                    linestyle="--", linewidth=1, label=f"{name}trigger interval")
-        if "rows" in panel:
-            ax = panel["rows"]
-            bars.append(_bars(ax, [x + offset for x in xs], [b["rows"] for b in rows], width_bar, facecolors=color,
-                              alpha=0.8, label=f"{name}rows per batch"))
-            cx, cy = _step(demo.timeline, "cap", end - shift)
-            if any(y == y for y in cy):  # not all NaN: some cap was set
-                ax.step([x + shift for x in cx], cy, where="post", color=RESTART_COLOR if one else color,
-                        linestyle="--", linewidth=1, label=f"{name}maxOffsetsPerTrigger")
-        if "lag" in panel:
-            ax = panel["lag"]
-            ts = [s["t"] + shift for s in demo.samples]
-            if one and lag_lines == "partitions":
-                keys = sorted({k for s in demo.samples for k in s["partitions"]})
-                for j, k in enumerate(keys):
-                    ax.plot(ts, [s["partitions"].get(k, 0) for s in demo.samples], color=PALETTE[j % len(PALETTE)],
-                            linewidth=1.8, label=f"partition {k}")
-            else:
-                ax.plot(ts, [s["lag"] for s in demo.samples], color=color, linewidth=2, label=f"{name}total lag")
-        if "tasks" in panel:
-            ax = panel["tasks"]
-            bars.append(_bars(ax, [x + offset for x in xs], [b["tasks"] or 0 for b in rows], width_bar,
-                              facecolors=color, label=f"{name}tasks in the batch"))
-            px, py = _step(demo.timeline, "partitions", end - shift)
-            ax.step([x + shift for x in px], py, where="post", color=PALETTE[1], linewidth=2,
-                    label=f"{name}topic partitions")
-            mx, my = _step(demo.timeline, "min_partitions", end - shift)
-            ax.step([x + shift for x in mx], my, where="post", color=RESTART_COLOR, linestyle="--", linewidth=1,
-                    label=f"{name}minPartitions (0 = unset)")
+        series = Series(demo, shift, PALETTE[i % len(PALETTE)], "" if n == 1 else f"{label}: ", n == 1,
+                        [b["time"] + shift for b in demo.history], width_bar, (i - (n - 1) / 2) * width_bar, end,
+                        lag_lines, bars)
+        for key, ax in panel.items():
+            if key in BUILT_IN:
+                BUILT_IN[key].draw(ax, series)
         for name, p in demo.panels.items():
             if name in panel:
                 p.draw(panel[name], demo, shift)
-        for t, text in demo.restarts:
-            for ax in axes:
-                ax.axvline(t + shift, color=RESTART_COLOR, linestyle="--", linewidth=1.2, alpha=0.9)
-            words = text if one else f"{label}: {text.removeprefix('restart: ')}"
-            axes[0].annotate(words, (t + shift, 1), xycoords=("data", "axes fraction"),
-                             fontsize=7 * font, rotation=90, va="top", ha="right", color=RESTART_COLOR,
-                             bbox=_LABEL_BOX).set_in_layout(False)
-        for t, text in demo.marks:
-            for ax in axes:
-                ax.axvline(t + shift, color="#777777", linestyle=":", linewidth=1)
-            axes[-1].annotate(text, (t + shift, 1), xycoords=("data", "axes fraction"), fontsize=7 * font, rotation=90,
-                              va="top", ha="right", color="#555555", bbox=_LABEL_BOX).set_in_layout(False)
+        _marks(axes, demo, shift, label, n == 1, font)
     for ax, collection in bars:
         ax.add_collection(collection)
-    labels = {"rates": "records/s", "duration": "batch ms", "rows": "rows per batch", "lag": "lag (offsets)",
-              "tasks": "tasks"}
-    heads = {"rates": "input rate vs process rate", "duration": "batch duration vs trigger interval",
-             "rows": "rows per batch vs the cap", "lag": "lag (broker's latest − query's position)",
-             "tasks": "tasks per batch vs topic partitions and minPartitions"}
     for key, ax in panel.items():
-        ax.set_ylabel(labels[key] if key in labels else own[key].ylabel, fontsize=8 * font)
+        shown = BUILT_IN.get(key) or own[key]
+        ax.set_ylabel(shown.ylabel, fontsize=8 * font)
         ax.set_ylim(bottom=0)
         ax.tick_params(labelsize=7 * font)
-        ax.set_title(heads[key] if key in heads else own[key].title, fontsize=8 * font, loc="left", pad=3,
-                     color="#333333")
+        ax.set_title(shown.title, fontsize=8 * font, loc="left", pad=3, color="#333333")
         handles, names = ax.get_legend_handles_labels()
         if handles and ax.get_legend() is None:  # a panel of its own may have made its legend already
             ax.legend(handles, names, fontsize=6.5 * font, loc="upper left", bbox_to_anchor=(1.005, 1.0),
