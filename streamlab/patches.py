@@ -64,7 +64,7 @@ PATCHES: dict[str, Patch] = {p.name: p for p in (
           "a query the broker watch stopped returns at once with the watch's line; failures get one line",
           (("pyspark.sql.streaming.query", "StreamingQuery", ("awaitTermination", "processAllAvailable", "stop")),
            ("pyspark.sql.streaming.readwriter", "DataStreamWriter", ("start",))),
-          "streamlab.lab.lifecycle:query_guard"),
+          "streamlab.lab.guard:query_guard"),
 )}
 
 _MISSING = object()

@@ -30,7 +30,6 @@ query is no longer active, and `Incident.stop()` stops and deletes all of it at 
 """
 from __future__ import annotations
 
-import atexit
 import random
 import re
 import shutil
@@ -39,6 +38,7 @@ import time
 from dataclasses import dataclass
 
 from streamlab.errors import LabError, first_line
+from streamlab.lab import teardown
 
 TIME_BOX_S = 600  # the candidate's time box: the elapsed time is printed against it at diagnose()
 RECOVERY_S = 90.0  # apply_fix() waits this long for the pipeline to be seen recovering
@@ -178,7 +178,6 @@ def start(spark, bootstrap: str, seed: int | None = None, fault: str | None = No
     return incident
 
 
-@atexit.register
 def _stop_at_exit() -> None:
     """At the kernel's exit: stop the incident still running (the lab's own handlers stop the rest)."""
     for incident in list(_current):
@@ -186,6 +185,9 @@ def _stop_at_exit() -> None:
             incident.stop()
         except Exception:
             pass
+
+
+teardown.register("incidents", _stop_at_exit)
 
 
 def _slow(cost_s: float):

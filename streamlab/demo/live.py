@@ -52,6 +52,7 @@ from streamlab.demo.settings import KnobError, StreamSettings, settings_text
 from streamlab.demo.widgets import png
 from streamlab.errors import LabError
 from streamlab.lab import teardown
+from streamlab.settings import SettingError, settings as lab_settings
 
 GRADING_SECONDS = 12  # under the grader nobody plays: a demo runs this long after its script at most
 COLUMNS = ("batch", "time", "rows", "cap", "duration_ms", "input_rate", "process_rate", "lag", "restart", "run",
@@ -105,14 +106,13 @@ def _signature() -> inspect.Signature:
 
 def duration_cap() -> float | None:
     """How long a demo may run after its script when nobody plays: under the grader, or $STREAMLAB_DEMO_SECONDS."""
-    raw = os.environ.get(DEMO_SECONDS_ENV, "").strip()
-    if raw:
-        try:
-            value = float(raw)
-        except ValueError:
-            raise KnobError(f"{DEMO_SECONDS_ENV}={raw!r} is not a number of seconds: unset it or give e.g. 20") from None
+    try:
+        value = lab_settings.demo_seconds
+    except SettingError as exc:  # a demo's knobs are refused as KnobErrors
+        raise KnobError(str(exc)) from None
+    if value is not None:
         return _settings.check_positive(DEMO_SECONDS_ENV, value)
-    return GRADING_SECONDS if os.environ.get("STREAMLAB_GRADING") == "1" else None
+    return GRADING_SECONDS if lab_settings.grading else None
 
 
 class LiveDemo(Controls, LiveLoop):

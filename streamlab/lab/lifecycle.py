@@ -22,6 +22,7 @@ from streamlab.lab.broker import ensure_broker, probe
 from streamlab.errors import LabError
 from streamlab.lab.session import chosen_engine, engine, spark
 from streamlab.course.variants import variant
+from streamlab.settings import settings
 # The concerns that lived here, re-exported: notebooks, tests and streamlab.patches import them from this module.
 from streamlab.lab.diagnose import (bad_option, explain_failure, kafka_sources, missing_topic,  # noqa: F401
                                     unreachable, unwritable_checkpoint)
@@ -46,13 +47,13 @@ def setup(cluster: bool = False):
 
     cluster=True (or $STREAMLAB_CLUSTER=1): three Kafka brokers and a Spark standalone cluster (streamlab.lab.cluster).
     """
-    if cluster and os.environ.get("KAFKA_BOOTSTRAP"):
+    if cluster and settings.kafka_bootstrap:
         # The grader's kernel, a workshop's server or a team's lab: their Kafka is another's, and the cluster demos
         # kill the lab's own brokers and executors, so nothing is started (module 9's demos then say they need it).
-        if os.environ.get("STREAMLAB_GRADING") == "1":
+        if settings.grading:
             print("cluster   not started while grading (the graded checks need no cluster)")
         else:
-            print(f"cluster   not started: this lab uses the Kafka at KAFKA_BOOTSTRAP ({os.environ['KAFKA_BOOTSTRAP']}, "
+            print(f"cluster   not started: this lab uses the Kafka at KAFKA_BOOTSTRAP ({settings.kafka_bootstrap}, "
                   "a workshop's or a team's); the cluster demos kill brokers and executors of the lab's own cluster: "
                   "run them on your machine with `make lab CLUSTER=1`")
     elif cluster:

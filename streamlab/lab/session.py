@@ -238,7 +238,6 @@ def _private_temporary_folder(conf: dict) -> None:
     named after this process, removed when it exits normally, or by the next setup() when it was killed (kill -9, a
     kernel restart or shutdown, which kills a kernel that does not end within seconds): left in /tmp, each killed
     kernel kept ~150 KB of them there for ever."""
-    import atexit
     import tempfile
 
     try:
@@ -250,8 +249,7 @@ def _private_temporary_folder(conf: dict) -> None:
     # Delta's catalog makes the session catalog's warehouse, by default spark-warehouse/ in the notebook's folder
     # (seen in module 10's folder in JupyterLab); the course writes tables by path, so nothing is lost here.
     conf.setdefault("spark.sql.warehouse.dir", os.path.join(folder, "spark-warehouse"))
-    _jvm_folders.append(folder)
-    atexit.register(remove_jvm_folder)  # and again at the end of lifecycle's exit handler, after queries stop
+    _jvm_folders.append(folder)  # removed by lifecycle's last teardown step ("jvm folder"), after queries stop
 
 
 _jvm_folders: list[str] = []
