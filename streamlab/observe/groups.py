@@ -12,10 +12,11 @@ import uuid
 
 from streamlab.observe import lag as _lag
 from streamlab.lab import teardown
-from streamlab.lab.broker import ensure_broker
+from streamlab.lab.broker import ensure_broker, probe
 from streamlab.lab.topics import admin, describe_topic
 
 _made_groups: list[str] = []
+_made_on: list[str] = []  # the broker committing_consumer made them on (the kernel's exit uses only that one)
 
 
 def consumer_groups(bootstrap: str | None = None):
@@ -47,7 +48,9 @@ def committing_consumer(topic: str, n: int, group: str | None = None, bootstrap:
     from kafka import KafkaConsumer
 
     group = group or f"plain-app-{uuid.uuid4().hex[:6]}"
-    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap or ensure_broker(), group_id=group,
+    bootstrap = bootstrap or ensure_broker()
+    _made_on[:] = [bootstrap]
+    consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
                              auto_offset_reset="earliest", enable_auto_commit=False)
     _made_groups.append(group)
     try:
@@ -114,9 +117,11 @@ def forget_groups(bootstrap: str | None = None) -> list[str]:
 
 
 def _at_exit() -> None:
+    """Delete this kernel's groups on the broker they were made on, if it still answers: an exit never starts one
+    (the learner may have stopped it)."""
     try:
-        if _made_groups:
-            forget_groups()
+        if _made_groups and _made_on and probe(_made_on[-1], timeout=1.0) == "kafka":
+            forget_groups(_made_on[-1])
     except Exception:  # noqa: BLE001 - at exit the broker may already be gone: nothing to say, nothing to do
         pass
 

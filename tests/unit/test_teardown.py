@@ -133,3 +133,20 @@ def test_no_module_but_the_teardown_registers_an_exit_handler():
     found = [f"{path.relative_to(ROOT)}:{line}" for path in sorted((ROOT / "streamlab").rglob("*.py"))
              if path != ROOT / "streamlab" / "lab" / "teardown.py" for line in _exit_handlers(path)]
     assert not found, f"atexit.register outside streamlab/lab/teardown.py: {found}"
+
+
+def test_the_consumer_groups_step_never_starts_a_broker_at_exit(monkeypatch):
+    """H4's finding: at exit, deleting the groups `committing_consumer` made used the lab's broker, starting it if
+    the learner had stopped it. Now it uses the broker they were made on, and only if it answers."""
+    from streamlab.observe import groups
+
+    started, forgot = [], []
+    monkeypatch.setattr(groups, "ensure_broker", lambda: started.append(1) or "127.0.0.1:1")
+    monkeypatch.setattr(groups, "forget_groups", lambda bootstrap=None: forgot.append(bootstrap))
+    monkeypatch.setattr(groups, "_made_groups", ["plain-app-1"])
+    monkeypatch.setattr(groups, "_made_on", ["127.0.0.1:1"])  # nothing listens on port 1
+    groups._at_exit()
+    assert started == [] and forgot == []
+    monkeypatch.setattr(groups, "probe", lambda bootstrap, timeout=2.0: "kafka")
+    groups._at_exit()
+    assert started == [] and forgot == ["127.0.0.1:1"]
