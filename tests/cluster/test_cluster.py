@@ -9,7 +9,6 @@ Ports: $STREAMLAB_CLUSTER_PORT (9292..9297), $STREAMLAB_SPARK_PORT (7077, 7078-7
 from __future__ import annotations
 
 import ast
-import json
 import os
 import subprocess
 import sys
@@ -33,17 +32,9 @@ def _ours() -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def kills(running_cluster) -> dict:
+def kills(running_cluster, on_cluster_child) -> dict:
     """Ten broker kills and ten executor kills under one running query (kills.py), its counts per sink."""
-    env = dict(os.environ, STREAMLAB_CLUSTER="1")
-    env.pop("KAFKA_BOOTSTRAP", None)
-    done = subprocess.run([sys.executable, str(HERE / "kills.py"), "10", "9.0"], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-    # its stderr ends with Spark's log: show the last Python traceback, which says why it stopped
-    last = done.stderr.rfind("Traceback (most recent call last)")
-    assert lines, f"the kill run printed no result (exit {done.returncode}): {done.stderr[last:][:3000]}"
-    result = json.loads(lines[-1][len("RESULT "):])
+    result = on_cluster_child([str(HERE / "kills.py"), "10", "9.0"], "kill run", timeout=900)
     print(f"kills: {result['broker kills']} brokers, {result['executor kills']} executors, acknowledged "
           f"{result['acked']}, batches {result['batches']}, retried tasks {result['retried tasks']}, "
           f"sqlite {result['sqlite']}, transactions {result['transactions']}")

@@ -10,8 +10,6 @@ is local. Ports: $STREAMLAB_CLUSTER_PORT (and the 5 above it), $STREAMLAB_SPARK_
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -64,17 +62,10 @@ def _round(history: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def played(running_cluster, tmp_path_factory) -> dict:
+def played(running_cluster, tmp_path_factory, on_cluster_child) -> dict:
     """The child process's round, its RESULT line parsed."""
     history = tmp_path_factory.mktemp("history") / "interview.json"  # a throwaway history, not the runner's
-    env = dict(os.environ, STREAMLAB_CLUSTER="1")
-    env.pop("KAFKA_BOOTSTRAP", None)
-    done = subprocess.run([sys.executable, str(HERE), str(history)], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=840)
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
-    last = done.stderr.rfind("Traceback (most recent call last)")
-    assert lines, f"the round printed no result (exit {done.returncode}): {done.stderr[last:][:3000]}"
-    result = json.loads(lines[-1][len("RESULT "):])
+    result = on_cluster_child([str(HERE), str(history)], "round", timeout=840)
     print(f"\n  {FAULT}: broker {result['killed node']} killed {result['killed at s']} s after the start; symptom "
           f"seen {result['detected after kill s']} s after the kill ({result['evidence']}); recovered "
           f"{result['fix']['seconds']} s after the fix ({result['fix']['evidence']}); "
