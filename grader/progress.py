@@ -66,13 +66,14 @@ def quiz_marks(result) -> dict[str, bool]:
     return marks
 
 
-def record_quiz(result) -> list[str]:
-    """Keep a finished check's quiz marks in the learner's record (streamlab.course.quiz: first attempt and best);
-    the questions answered wrongly come back in their next round, which a note under the table says."""
+def record_quiz(result, path=None) -> list[str]:
+    """Keep a finished check's quiz marks in the learner's record (streamlab.course.quiz: first attempt and best;
+    `path`: another record than this machine's, the hub's for one learner); the questions answered wrongly come back
+    in their next round, which a note under the table says."""
     from streamlab.course.quiz import record_check
 
     marks = quiz_marks(result) if getattr(result, "graded", False) else {}
-    moved = record_check(result.assignment, marks) if marks else []
+    moved = record_check(result.assignment, marks, path) if marks else []
     if moved:
         result.notes.append(f"{', '.join(moved)}: your answer was not right, and the explanation above gives the "
                             "right one away; so for your next try the question comes back with its options reshuffled "

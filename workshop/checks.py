@@ -28,7 +28,7 @@ import sys
 import threading
 from pathlib import Path
 
-from streamlab.course.quiz import hub_record_file, load_record, record_check, summary
+from streamlab.course.quiz import hub_record_file, load_record, summary
 from streamlab.errors import first_line
 from workshop import services
 from workshop.instructor import NotCollected
@@ -109,17 +109,13 @@ class Service:
     def keep_quiz(self, name: str, aid: str, result) -> dict:
         """Keep a graded check's quiz marks in the learner's record as a laptop's check does (first mark kept, best
         kept, a wrong answer's question to its next round, said in a note); the record afterwards."""
-        from grader.progress import quiz_marks
+        from grader.progress import quiz_marks, record_quiz
 
         path = self.record_of(name)
         marks = quiz_marks(result)
-        moved = record_check(aid, marks, path) if marks else []
+        record_quiz(result, path)
         if marks and not path.is_file():
             raise Refused(500, "the hub could not keep your quiz record: tell your instructor")
-        if moved:
-            result.notes.append(f"{', '.join(moved)}: your answer was not right, and the explanation above gives the "
-                                "right one away; so for your next try the question comes back with its options "
-                                "reshuffled (and new numbers): run its cells again and answer from what they show")
         return load_record(path)
 
 

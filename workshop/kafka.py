@@ -397,9 +397,14 @@ def write_options(path: Path, bootstrap: str, user: str, password: str, uid: int
     return path
 
 
+RESERVED = (ADMIN, "controller", "learner")
+
+
 def check_name(name: str) -> str:
     """`name` if it is a learner name Kafka, Linux and the hub all accept, else a LabError saying what is."""
-    if not NAME.fullmatch(name or "") or name in (ADMIN, "controller"):
+    # "learner" is the grader's name for the self-paced learner of this machine (grader.grading.DEFAULT_STUDENT):
+    # graded under it, a room's learner would get root's own variant and quiz record instead of hers
+    if not NAME.fullmatch(name or "") or name in RESERVED:
         raise LabError(f"{name!r} cannot be a learner name: use 2-20 lowercase letters and digits, starting with "
-                       "a letter (not admin or controller)")
+                       f"a letter (not {', '.join(RESERVED)})")
     return name

@@ -40,7 +40,7 @@ def test_a_bad_options_file_names_the_fix(tmp_path, monkeypatch):
         access.kafka_options()
 
 
-@pytest.mark.parametrize("name", ["Ada", "a", "admin", "controller", "ada-1", "x" * 21, ""])
+@pytest.mark.parametrize("name", ["Ada", "a", "admin", "controller", "learner", "ada-1", "x" * 21, ""])
 def test_learner_names_kafka_linux_and_the_hub_all_accept(name):
     from workshop.kafka import check_name
 
