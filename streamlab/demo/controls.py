@@ -79,6 +79,17 @@ class ControlPlan:
             raise _settings.KnobError(f"script_in must be one of {', '.join(SCRIPT_CLOCKS)}, got {self.script_in!r}")
 
 
+def _slider_value(knob: str, value) -> int:
+    """What a slider of `knob` shows for `value` (the trigger and cost in thousandths, no cap as 0)."""
+    return int({"trigger": value * 1000, "cost": value * 1000, "cap": value or 0}.get(knob, value))
+
+
+def _fits(widget, shown: int) -> bool:
+    """Whether `widget` can show `shown` (a slider clamps a value outside its range: the script then sets the knob
+    itself, and the slider shows its nearest end)."""
+    return widget.min <= shown <= widget.max
+
+
 def check_range(knob: str, span, controls: tuple) -> tuple[int, int, int]:
     """A slider's (lo, hi, step) for `knob`, one of the demo's controls: whole numbers, lo < hi, 0 < step <= hi - lo."""
     if knob not in KNOBS or knob not in controls:
@@ -95,7 +106,8 @@ def check_range(knob: str, span, controls: tuple) -> tuple[int, int, int]:
 
 
 class Controls:
-    """The controls of a `LiveDemo` (a mixin: the demo's state lives on the demo)."""
+    """The controls of a `LiveDemo` (a mixin: what they share with the loop is `self.state`, a `DemoState`; the
+    widgets are their own)."""
 
     def _init_controls(self, plan: ControlPlan) -> None:
         """The controls' part of the demo's state: what may move, the script, and the widgets (made at start)."""
@@ -108,12 +120,8 @@ class Controls:
         self.alert_text = ""
         self.live_controls = False  # whether the controls act while another cell runs (a kernel with subshells)
         self.on_screen = True  # False: the demo shows no box (a check runs it for its numbers only)
-        self._pending_script = sorted(self.script, key=lambda step: step[0])
-        self._auto = False  # True while the script moves a control, so its move is not taken for a person's
-        self._touched = False
+        self.state.pending_script = sorted(self.script, key=lambda step: step[0])
         self._touched_knobs: set = set()
-        self._person_moved = False  # since the last restart, a person (not the script or a controller) moved a knob
-        self._wanted: dict = {}  # restarting knobs moved, applied by the next restart
         self._handle = None
         self._sliders: dict = {}
         self._convert: dict = {}
@@ -122,7 +130,7 @@ class Controls:
 
     def _check_script(self) -> None:
         """Every step of the script names a knob and a value it can take (refused here, not mid-demo)."""
-        for step in self._pending_script:
+        for step in self.state.pending_script:
             if len(step) not in (2, 3) or not isinstance(step[0], (int, float)) or step[0] < 0:
                 raise _settings.KnobError(
                     f"a script step is (at, knob, value), (at, rate) or (at, 'burst', n); got {step!r}")
@@ -143,45 +151,46 @@ class Controls:
             known = ", ".join((*KNOBS, *self.knobs, *self._rate_knobs()))
             raise _settings.KnobError(f"unknown knob {knob!r}; one of {known}")
         value = self.checked(knob, value)  # refused here, in the cell that gave it, not by the running query
-        if self.ended:
+        if self.state.ended:
             return  # nothing acts after the demo ended
-        if not self._auto:
-            self._touched = True
+        if not self.state.auto:
+            self.state.touched = True
             self._touched_knobs.add(knob)
-            self._person_moved = True  # a restart for a person is not kept waiting (loop.RESTART_IDLE_WAIT_S)
+            self.state.person_moved = True  # a restart for a person is not kept waiting (loop.RESTART_IDLE_WAIT_S)
             # the script yields to a person: all of it (script_until_touched), or at least its moves of this knob
-            self._pending_script = [] if self.script_until_touched else [
-                step for step in self._pending_script if _step_knob(step) != knob]
-        with self._lock:
+            self.state.pending_script = [] if self.script_until_touched else [
+                step for step in self.state.pending_script if _step_knob(step) != knob]
+        with self.state.lock:
             if knob == "rate":
-                self._settings["rate"] = value
-                if self._producer is not None:
-                    self._producer.set_rate(value)
+                self.state.stream["rate"] = value
+                if self.state.producer is not None:
+                    self.state.producer.set_rate(value)
                 self._note(f"{value}/s", restart=False)
             elif knob == "partitions":
                 self._grow(value)
             elif knob.startswith("rate:"):
                 source = self.sources[knob.removeprefix("rate:")]
                 source.rate = value
-                if knob[5:] in self._producers:
-                    self._producers[knob[5:]].set_rate(value)
+                if knob[5:] in self.state.producers:
+                    self.state.producers[knob[5:]].set_rate(value)
                 self._note(f"{source.label or knob[5:]} {value}/s", restart=False)
             elif knob in self.knobs:
                 self.knob_values[knob] = value
                 if self.knobs[knob].apply is not None:
                     self.knobs[knob].apply(value)
                 if self.knobs[knob].restart:
-                    self._pending_restart.append(knob)
+                    self.state.pending_restart.append(knob)
                 else:
                     self._note(f"{knob.replace('_', ' ')} {value}", restart=False)
             else:
                 key = _settings.KNOB_KEYS[knob]
-                floor = value if knob == "min_offsets" else self._wanted.get("min_offsets", self._settings["min_offsets"])
-                cap = value if knob == "cap" else self._wanted.get("cap", self._settings["cap"])
+                wanted, stream = self.state.wanted, self.state.stream
+                floor = value if knob == "min_offsets" else wanted.get("min_offsets", stream["min_offsets"])
+                cap = value if knob == "cap" else wanted.get("cap", stream["cap"])
                 _settings.check_floor_under_cap(floor, cap)
-                self._wanted[key] = value
-                self._pending_restart.append(knob)
-        self._wake.set()
+                self.state.wanted[key] = value
+                self.state.pending_restart.append(knob)
+        self.state.wake.set()
 
     def checked(self, knob: str, value):
         """The value `knob` would take, or a KnobError (one line, naming the knob) for one it cannot."""
@@ -204,17 +213,17 @@ class Controls:
     def burst(self, n: int | None = None) -> None:
         """Make the producer send `n` extra records at once (the burst button's size by default)."""
         n = self.burst_size if n is None else _settings.check_burst(n)
-        if self.ended or self._producer is None or not self._producer.running:
+        if self.state.ended or self.state.producer is None or not self.state.producer.running:
             return
-        self._producer.burst(n)
-        self.marks.append((self.now(), f"burst {n:,}"))
-        self._wake.set()
+        self.state.producer.burst(n)
+        self.state.marks.append((self.now(), f"burst {n:,}"))
+        self.state.wake.set()
 
     def extend(self, seconds: float = 30.0) -> None:
         """Let a running demo run `seconds` longer."""
         seconds = _settings.check_positive("extra seconds", seconds, hi=3_600)
-        if not self.ended:
-            self._extra_s += seconds
+        if not self.state.ended:
+            self.state.extra_s += seconds
 
     def warn(self, message: str) -> None:
         """Show a warning line under the readout (e.g. a LagMonitor's on_warning); safe from any thread."""
@@ -223,32 +232,78 @@ class Controls:
             self._alert.value = f"<b style='color:{RESTART_COLOR}'>{message}</b>"
 
     def _note(self, text: str, restart: bool) -> None:
-        if self._t0:
-            self.timeline.append((self.now(), self.settings))
-            if not restart and not self._auto:
-                self.marks.append((self.now(), text))
+        if self.state.t0:
+            self.state.timeline.append((self.now(), self.settings))
+            if not restart and not self.state.auto:
+                self.state.marks.append((self.now(), text))
 
     def _grow(self, wanted: int) -> None:
         from streamlab.lab.topics import add_partitions
 
-        current = self._settings["partitions"] or 0
+        current = self.state.stream["partitions"] or 0
         if wanted <= current:  # Kafka can add partitions, never remove them
             if "partitions" in self._sliders:
                 self._sliders["partitions"].value = current
             return
         add_partitions(self.topic, wanted, self.bootstrap)
-        self._settings["partitions"] = wanted
+        self.state.stream["partitions"] = wanted
         self._note(f"{wanted} partitions", restart=False)
-        if self._producer is not None:  # round-robin over every partition, the new ones included
-            self._producer.stop()
-            self._producer = self._new_producer()
+        if self.state.producer is not None:  # round-robin over every partition, the new ones included
+            self.state.producer.stop()
+            self.state.producer = self._new_producer()
 
+    # -- what the loop shows through them ------------------------------------------------------------------------
+    def _play(self, step, now: float) -> None:
+        """Play one script step at `now` s: a burst, or a knob moved through its slider when it has one that can
+        show the value (the same path as a move in the browser, and the browser shows it), else through set()."""
+        knob, value = ("rate", step[1]) if len(step) == 2 else (step[1], step[2])
+        self.state.auto = True
+        try:
+            if knob == "burst":
+                self.burst(int(value))
+            else:
+                name = knob.replace("_", " ") if knob in self.knobs else knob
+                self.state.marks.append((now, f"{name} {value}" if knob != "rate" else f"{int(value)}/s"))
+                if knob in self.knobs and knob in self._sliders:
+                    self._sliders[knob].value = value
+                elif knob in self._sliders and _fits(self._sliders[knob], _slider_value(knob, value)):
+                    self._sliders[knob].value = _slider_value(knob, value)
+                else:
+                    self.set(knob, value)
+        finally:
+            self.state.auto = False
+
+    def _show_readout(self, now: float, ended: bool | None = None) -> None:
+        """The readout under the controls, from any thread (a widget's value reaches the browser from any)."""
+        if self._widgets_made:
+            self._readout.value = self.readout_html(now, self.state.ended if ended is None else ended)
+
+    def _show_picture(self, picture: bytes) -> None:
+        """The chart under the readout (PNG bytes), from any thread."""
+        if self._widgets_made:
+            self._image.value = picture
+
+    def show_ended(self) -> None:
+        """The learner's view of a demo that is over: controls greyed out, the readout saying `ended` (also from
+        the cell's thread on ■, while the poller may still be inside a client call)."""
+        if self._widgets_made:
+            self._sync_controls(disable=True)
+            self._show_readout(self.now(), ended=True)
+
+    def _show_last(self) -> None:
+        """The ended demo's last readout and chart, once its query and producers stopped."""
+        if self._widgets_made:
+            self._show_readout(self.now(), ended=True)
+            try:
+                self._image.value = self.png()
+            except Exception:  # noqa: BLE001 - the interpreter is shutting down: the last picture stays
+                pass
 
     # -- the widget box -------------------------------------------------------------------------------------------
     def _make_widgets(self) -> None:
         import ipywidgets as W
 
-        s = self._settings
+        s = self.state.stream
         spans = {"rate": (0, 5000, 50), "cap": (0, 10_000, 100), "trigger": (0, 5000, 250), "cost": (0, 5000, 100),
                  "partitions": (1, 12, 1), "min_partitions": (0, 16, 1), "min_offsets": (0, 5_000, 100),
                  "max_delay": (0, 10_000, 500), **self.ranges}
@@ -328,7 +383,7 @@ class Controls:
     def _moved(self, knob: str, shown) -> None:
         """A slider moved (by a person, or by the script through the slider): turn the knob; after the end, put
         the slider back to the value in force."""
-        if self.ended:
+        if self.state.ended:
             self._sync_controls()
             return
         try:
@@ -345,7 +400,7 @@ class Controls:
             return self.knob_values[knob]
         if knob.startswith("rate:"):
             return self.sources[knob[5:]].rate
-        s = self._settings
+        s = self.state.stream
         return {"rate": s["rate"], "cap": s["cap"] or 0, "trigger": int(round(s["trigger_seconds"] * 1000)),
                 "cost": int(round(s["cost_ms"] * 1000)), "partitions": s["partitions"] or 1,
                 "min_partitions": s["min_partitions"], "min_offsets": s["min_offsets"],
@@ -357,11 +412,11 @@ class Controls:
             try:
                 shown = self._shown(knob)
                 if widget.value != shown:
-                    self._auto = True
+                    self.state.auto = True
                     try:
                         widget.value = shown
                     finally:
-                        self._auto = False
+                        self.state.auto = False
             except Exception:  # noqa: BLE001 - a value outside the slider's range: leave it, disabled
                 pass
             if disable:

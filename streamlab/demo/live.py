@@ -7,6 +7,9 @@ query's progress events from one background thread. It is filed by what it does,
   small dataclass that validates every value, from the constructor, `set()`, a slider or a script alike;
 - `controls`: sliders and buttons on those knobs, which act even while another cell runs;
 - `loop`: the producers, the query, restarts on the same checkpoint, and the polling thread;
+- `state`: what the loop and the controls share (the knobs in force, the timeline and marks, the running
+  clients, the knobs waiting for a restart), one `DemoState` that each part reads and writes, and nothing of the
+  other's besides a few named methods;
 - `charts`: Spark UI's charts (input vs process rate, batch duration vs trigger, rows vs cap, lag), one demo or
   several on one time axis.
 
@@ -38,7 +41,6 @@ import inspect
 import os
 import threading
 import time
-import weakref
 from dataclasses import MISSING, fields
 
 from streamlab.demo import settings as _settings
@@ -47,11 +49,11 @@ from streamlab.demo.charts import (CHARTS, PALETTE, RESTART_COLOR, ChartPlan, Pa
 from streamlab.demo.controls import (CONTROLS, KNOBS, RESTARTING, ControlPlan, Controls, Knob,  # noqa: F401
                                      answer_while_busy)
 from streamlab.demo.loop import (DEMO_SECONDS_ENV, FIRST_BATCH_WAIT_S, REDRAW_EVERY_S, LiveLoop,  # noqa: F401
-                                 RunPlan, Source)
+                                 RunPlan, Source, _live, stop_all)
 from streamlab.demo.settings import KnobError, StreamSettings, settings_text
+from streamlab.demo.state import DemoState, add_aliases, state_of  # noqa: F401 - DemoState re-exported
 from streamlab.demo.widgets import png
 from streamlab.errors import LabError
-from streamlab.lab import teardown
 from streamlab.settings import SettingError, settings as lab_settings
 
 GRADING_SECONDS = 12  # under the grader nobody plays: a demo runs this long after its script at most
@@ -62,9 +64,6 @@ PARTS = (ControlPlan, RunPlan, ChartPlan)  # the demo's parts, each with the opt
 STREAM_OPTIONS = {"rate": "rate", "max_offsets": "cap", "trigger_seconds": "trigger_seconds", "cost_ms": "cost_ms",
                   "min_partitions": "min_partitions", "min_offsets": "min_offsets",
                   "max_delay_seconds": "max_delay_seconds"}  # LiveDemo's name → StreamSettings' field
-
-_live: "weakref.WeakSet[LiveDemo]" = weakref.WeakSet()
-
 
 def plans(options: dict, settings: StreamSettings | None = None):
     """LiveDemo's options, each handed to the part it configures: (StreamSettings, ControlPlan, RunPlan,
@@ -144,7 +143,7 @@ class LiveDemo(Controls, LiveLoop):
     def __init__(self, spark, topic: str, *, settings: StreamSettings | None = None, **options):
         stream, control, run, chart = plans(options, settings)
         self.spark, self.topic = spark, topic
-        self._settings = stream
+        state_of(self).stream = stream  # the state the loop and the controls share (state.py)
         self._init_loop(run)
         self._init_controls(control)
         self.charts, self.lag_lines, self.title, self.panels = chart.charts, chart.lag_lines, chart.title, chart.panels
@@ -163,7 +162,7 @@ class LiveDemo(Controls, LiveLoop):
     def settings(self) -> dict:
         """The knobs in force now (after the last restart): rate, cap, trigger_seconds, cost_ms, min_partitions,
         partitions."""
-        return self._settings.as_dict()
+        return self.state.stream.as_dict()
 
     @property
     def values(self) -> dict:
@@ -173,12 +172,12 @@ class LiveDemo(Controls, LiveLoop):
     @property
     def max_offsets(self) -> int | None:
         """The cap in force (maxOffsetsPerTrigger; None: no cap)."""
-        return self._settings["cap"]
+        return self.state.stream["cap"]
 
     @property
     def rate(self) -> int:
         """The producer rate in force (records/s)."""
-        return self._settings["rate"]
+        return self.state.stream["rate"]
 
     @property
     def batches(self):
@@ -207,7 +206,7 @@ class LiveDemo(Controls, LiveLoop):
     def lag_when(self, moment: float) -> int:
         """The broker-measured total lag at the poll closest to `moment`, a `time.monotonic()` value: two demos
         compared at one moment, whatever their own clocks."""
-        return self.lag_at(moment - self._t0)
+        return self.lag_at(moment - self.state.t0)
 
     def final_lag(self) -> int:
         """The broker-measured total lag at the demo's last poll."""
@@ -233,7 +232,7 @@ class LiveDemo(Controls, LiveLoop):
 
     def now(self) -> float:
         """Seconds since the demo started (0 before start)."""
-        return round(time.monotonic() - self._t0, 2) if self._t0 else 0.0
+        return round(time.monotonic() - self.state.t0, 2) if self.state.t0 else 0.0
 
     # -- life cycle -----------------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -245,7 +244,7 @@ class LiveDemo(Controls, LiveLoop):
         from streamlab.lab.topics import partition_count
 
         self.bootstrap = self.bootstrap or ensure_broker()
-        self._settings["partitions"] = partition_count(self.topic, self.bootstrap)
+        self.state.stream["partitions"] = partition_count(self.topic, self.bootstrap)
         cap = duration_cap()
         if cap is not None and not (self.stop_when_caught_up is not None or self.stop_after_script is not None):
             # nobody plays: the script's story, then a few seconds, is enough (a script counted in batches plays
@@ -258,17 +257,17 @@ class LiveDemo(Controls, LiveLoop):
                                        request_timeout_ms=5_000)
         # Before its first batch a query starting from "latest" is at the offsets Kafka had when it started.
         self._position = self._latest() if self.starting_offsets == "latest" else {}
-        self._t0, self._wall0 = time.monotonic(), time.time()  # the clock starts with the producer
+        self.state.t0, self.state.wall0 = time.monotonic(), time.time()  # the clock starts with the producer
         self.timeline.append((0.0, self.settings))
-        self._producer = self._new_producer()
+        self.state.producer = self._new_producer()
         for topic, source in self.sources.items():
-            self._producers[topic] = self._source_producer(topic, source)
+            self.state.producers[topic] = self._source_producer(topic, source)
         if self.restart_on:  # failures on purpose: the chart shows them, Spark's log need not
             from streamlab.observe.replay import quiet_query_errors
 
             self._quiet = quiet_query_errors(self.spark)
             self._quiet.__enter__()
-        self._query = self._start_query()
+        self.state.query = self._start_query()
         _live.add(self)
         self._show()
         self._thread = threading.Thread(target=self._run_poller, name="streamlab-live-demo", daemon=True)
@@ -276,8 +275,8 @@ class LiveDemo(Controls, LiveLoop):
 
     def stop_soon(self) -> None:
         """Ask the demo to end (the poller stops query and producer); returns at once."""
-        self._done.set()
-        self._wake.set()
+        self.state.done.set()
+        self.state.wake.set()
 
     def stop(self) -> None:
         """End the demo now: stop its query and producer and disable its controls (safe to call twice)."""
@@ -335,7 +334,7 @@ class LiveDemo(Controls, LiveLoop):
         parts = " / ".join(f"{prefix}{k} {v}" for k, v in sample["partitions"].items())
         left = self.time_left(now)
         batch = f"last batch {last['rows']} rows in {last['duration_ms']} ms" if last else "last batch -"
-        rate = self._settings["rate"] + sum(s.rate for s in self.sources.values())
+        rate = self.state.stream["rate"] + sum(s.rate for s in self.sources.values())
         extra = f" · {self.status(self)}" if self.status is not None else ""
         if self.show_offsets:
             extra += f" · {self.offsets_text()}"
@@ -372,7 +371,7 @@ class LiveDemo(Controls, LiveLoop):
 
     def knobs_text(self) -> str:
         """Every knob in force on one line: the cap, trigger, cost, partitions, minPartitions, the demo's own."""
-        s = self._settings
+        s = self.state.stream
         parts = [f"cap {s['cap']}" if s["cap"] else "no cap",
                  f"trigger {s['trigger_seconds']:g} s" if s["trigger_seconds"] else "trigger as fast as possible"]
         if s["cost_ms"] or "cost" in self.controls:
@@ -386,7 +385,7 @@ class LiveDemo(Controls, LiveLoop):
             parts.append(f"maxTriggerDelay {s['max_delay_seconds']:g} s" if s["max_delay_seconds"]
                          else "maxTriggerDelay 15 min")
         parts += [f"{k.label.split(' (')[0]} {self.knob_values[k.name]}" for k in self.knobs.values()]
-        wanted = {**self._restarting, **self._wanted}
+        wanted = {**self.state.restarting, **self.state.wanted}
         if wanted:  # moved, in force at the restart that is under way
             parts.append("restarting with " + ", ".join(_settings.knob_text(k, v) for k, v in wanted.items()))
         return " · ".join(parts)
@@ -395,7 +394,7 @@ class LiveDemo(Controls, LiveLoop):
         """Spark UI's charts of this demo on one time axis, as a matplotlib Figure."""
         title = self.title or f"topic {self.topic}"
         return figure({title: self}, charts=tuple(dict.fromkeys((*self.charts, *self.panels))),  # a panel named once
-                      title=f"{title}\n{settings_text(self._settings.as_dict())}", lag_lines=self.lag_lines)
+                      title=f"{title}\n{settings_text(self.state.stream.as_dict())}", lag_lines=self.lag_lines)
 
     def png(self) -> bytes:
         """The chart as PNG bytes."""
@@ -408,9 +407,9 @@ class LiveDemo(Controls, LiveLoop):
         return Image(self.png())
 
     def __repr__(self) -> str:
-        state = "ended" if self.ended else "running" if self._t0 else "not started"
-        return (f"LiveDemo({self.topic!r}, {settings_text(self._settings.as_dict())}, {len(self.history)} batches, "
-                f"{state})")
+        phase = "ended" if self.ended else "running" if self.state.t0 else "not started"
+        return (f"LiveDemo({self.topic!r}, {settings_text(self.state.stream.as_dict())}, {len(self.history)} batches, "
+                f"{phase})")
 
 
 class _QueryHandle:
@@ -434,14 +433,4 @@ class _QueryHandle:
         return not self._demo.ended  # a monitor made before start() must not stop at once
 
 
-
-def stop_all() -> None:
-    """End every demo still running (their queries and producers too); also runs when the kernel exits."""
-    for demo in list(_live):
-        try:
-            demo.stop()
-        except Exception:
-            pass  # the broker or the session may already be gone
-
-
-teardown.register("live demos", stop_all)
+add_aliases(LiveDemo)  # demo.timeline, demo._t0, demo._settings, … read and write demo.state

@@ -12,11 +12,13 @@ from __future__ import annotations
 import re
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Callable
 
 from streamlab.demo import settings as _settings
 from streamlab.demo.settings import knob_text as _knob_text
+from streamlab.lab import teardown
 from streamlab.observe import lag as _lag
 from streamlab.settings import Settings as _LabSettings
 from streamlab.settings import settings as _lab_settings
@@ -39,6 +41,21 @@ STARTING_OFFSETS = ("latest", "earliest")
 DEMO_SECONDS_ENV = "STREAMLAB_DEMO_SECONDS"  # a cap on a demo where nobody plays: a test's Run All, the site's run
 
 
+_live: weakref.WeakSet = weakref.WeakSet()  # the demos running in this kernel
+
+
+def stop_all() -> None:
+    """End every demo still running (their queries and producers too); also runs when the kernel exits."""
+    for demo in list(_live):
+        try:
+            demo.stop()
+        except Exception:  # noqa: BLE001
+            pass  # the broker or the session may already be gone
+
+
+teardown.register("live demos", stop_all)
+
+
 def nobody_watches() -> bool:
     """A graded run, or a run capped by $STREAMLAB_DEMO_SECONDS (a test's Run All, the site's): no one sees the chart
     until the demo ends, so it is drawn once, then (a quarter of a demo's kernel CPU went to redraws no one saw)."""
@@ -50,17 +67,6 @@ def redraw_interval(draw_seconds: float) -> float:
     (a loaded machine, a hub of many learners) so that it takes at most DRAW_SHARE of the time, up to a redraw
     every REDRAW_AT_MOST_S."""
     return min(REDRAW_AT_MOST_S, max(REDRAW_EVERY_S, draw_seconds / DRAW_SHARE))
-
-
-def _slider_value(knob: str, value) -> int:
-    """What a slider of `knob` shows for `value` (the trigger and cost in thousandths, no cap as 0)."""
-    return int({"trigger": value * 1000, "cost": value * 1000, "cap": value or 0}.get(knob, value))
-
-
-def _fits(widget, shown: int) -> bool:
-    """Whether `widget` can show `shown` (a slider clamps a value outside its range: the script then sets the knob
-    itself, and the slider shows its nearest end)."""
-    return widget.min <= shown <= widget.max
 
 
 @dataclass
@@ -118,7 +124,8 @@ class RunPlan:
 
 
 class LiveLoop:
-    """The producers, the query and the polling thread of a `LiveDemo` (a mixin: the state lives on the demo)."""
+    """The producers, the query and the polling thread of a `LiveDemo` (a mixin: what it shares with the controls is
+    `self.state`, a `DemoState`; the rest below is its own)."""
 
     def _init_loop(self, plan: RunPlan) -> None:
         """The loop's part of the demo's state: what it runs, what it saw, and the threads' plumbing."""
@@ -131,45 +138,26 @@ class LiveLoop:
         self.value_fn, self.key_fn, self.label = plan.value_fn, plan.key_fn, plan.label or self.topic
         self.on_batch, self.restart_on, self.drain = plan.on_batch, plan.restart_on, plan.drain
         self.checkpoint = new_checkpoint("demo")  # kept after the demo ends; cleanup() deletes it
-        # what the demo saw
-        self.history: list[dict] = []  # one plain dict per batch (the rows of `batches`)
-        self.events: list[dict] = []  # every progress event, across restarts
-        self.samples: list[dict] = []  # the broker-measured lag at each poll: {"t", "lag", "partitions"}
-        self.restarts: list[tuple[float, str]] = []  # (seconds since start, what changed)
-        self.marks: list[tuple[float, str]] = []  # bursts, script steps, the first batch
-        self.applied: list = []  # (seconds since start, script step) as the script applied them
-        self.timeline: list[tuple[float, dict]] = []  # (seconds since start, settings in force from then)
-        self.live_from: float | None = None  # seconds from start to the first batch with data
-        self.error: str | None = None
-        self.lost: str | None = None  # the line that says the broker stopped answering, if it did
-        self.ended = False
-        # plumbing
-        self._lock = threading.RLock()
-        self._done = threading.Event()
-        self._wake = threading.Event()
-        self._pending_restart: list[str] = []
-        self._restarting: dict = {}  # the knobs a restart under way applies (the readout names them)
+        # the shared state (what it saw, the clients, the moves, the end) is `self.state`, a DemoState
+        # plumbing of its own
         self._run = 0
         self._run_stop = threading.Event()
         self._tasks: dict = {}  # (run, batch id) -> tasks, written by foreachBatch
-        self._query = self._producer = self._consumer = self._thread = None
-        self._producers: dict = {}  # the `sources`' producers, by topic
+        self._consumer = self._thread = None
         self._quiet = None
-        self._t0 = self._wall0 = 0.0
         self._position: dict = {}
         self._seen = -1
         self._last_draw = 0.0
         self._draw_every = REDRAW_EVERY_S
         self._probed_at, self._misses = 0.0, 0
-        self._extra_s = 0.0
         self._stop_at_batches: int | None = None
 
     def _new_producer(self):
         from streamlab.lab.producer import BackgroundProducer
 
         # With a partitions control, write round-robin to every partition so each has records in every batch.
-        parts = range(self._settings["partitions"]) if "partitions" in self.controls else None
-        return BackgroundProducer(self.topic, rate=self._settings["rate"], partitions=parts, key_fn=self.key_fn,
+        parts = range(self.state.stream["partitions"]) if "partitions" in self.controls else None
+        return BackgroundProducer(self.topic, rate=self.state.stream["rate"], partitions=parts, key_fn=self.key_fn,
                                   value_fn=self.value_fn, bootstrap=self.bootstrap).start()
 
     def _source_producer(self, topic: str, source):
@@ -179,7 +167,7 @@ class LiveLoop:
                                   bootstrap=self.bootstrap).start()
 
     def _start_query(self):
-        s = self._settings
+        s = self.state.stream
         reader = (self.spark.readStream.format("kafka")
                   .option("kafka.bootstrap.servers", self.bootstrap)
                   .option("subscribe", ",".join(self.topics))
@@ -213,7 +201,7 @@ class LiveLoop:
         """Stop the running query, between batches if it gets there within `idle_wait` s (a batch cut mid-write
         logs alarming traces), else at once: Spark replays the cut batch, its `offsets/N` without `commits/N`, when
         the query restarts. Meanwhile the poller's work goes on: batches collected, the readout kept live."""
-        query = self._query
+        query = self.state.query
         if query is None:
             return
         self._run_stop.set()  # the simulated work of the running batch ends at once
@@ -231,11 +219,11 @@ class LiveLoop:
             query.stop()
 
     def _restart(self) -> None:
-        with self._lock:
-            knobs, self._pending_restart = self._pending_restart, []
-            wanted, self._wanted = self._wanted, {}
-            by_person, self._person_moved = self._person_moved, False
-            self._restarting = dict(wanted)  # the readout says "restarting with …" until the new query runs
+        with self.state.lock:
+            knobs, self.state.pending_restart = self.state.pending_restart, []
+            wanted, self.state.wanted = self.state.wanted, {}
+            by_person, self.state.person_moved = self.state.person_moved, False
+            self.state.restarting = dict(wanted)  # the readout says "restarting with …" until the new query runs
         if not knobs:
             return
         try:
@@ -244,26 +232,21 @@ class LiveLoop:
             self._stop_query(idle_wait=RESTART_IDLE_WAIT_S if prompt else STOP_IDLE_WAIT_S)
             before = self.settings
             for key, value in wanted.items():
-                self._settings[key] = value  # checked by set()
-            changed = [_knob_text(k, self._settings[k]) for k in wanted if self._settings[k] != before[k]]
+                self.state.stream[key] = value  # checked by set()
+            changed = [_knob_text(k, self.state.stream[k]) for k in wanted if self.state.stream[k] != before[k]]
             changed += [f"{self.knobs[k].label} {self.knob_values[k]}" for k in dict.fromkeys(knobs) if k in self.knobs]
             self._relaunch("restart: " + (", ".join(changed) or "same settings"))
         finally:
-            self._restarting = {}
+            self.state.restarting = {}
 
     def _never_idle(self) -> bool:
         """Whether the query is never between batches: the demo's last batch took at least the trigger interval (or
         the trigger is "as fast as possible"), so the next one starts as soon as it ends. False before any batch."""
-        if not self.history:
+        if not self.state.history:
             return False
-        last = self.history[-1]
-        trigger_ms = self._settings["trigger_seconds"] * 1000
+        last = self.state.history[-1]
+        trigger_ms = self.state.stream["trigger_seconds"] * 1000
         return not trigger_ms or (last["duration_ms"] or 0) >= trigger_ms
-
-    def _show_readout(self, now: float, ended: bool | None = None) -> None:
-        """The readout under the controls, from any thread (a widget's value reaches the browser from any)."""
-        if self._widgets_made:
-            self._readout.value = self.readout_html(now, self.ended if ended is None else ended)
 
     def _relaunch(self, label: str) -> None:
         """Start the query again on the same checkpoint, as a new run, marked `label` on the chart."""
@@ -271,9 +254,9 @@ class LiveLoop:
         self._run_stop = threading.Event()
         self._seen = -1
         at = self.now()  # before start(): the new query may plan its first batch before start() returns
-        self._query = self._start_query()
-        self.restarts.append((at, label))
-        self.timeline.append((at, self.settings))
+        self.state.query = self._start_query()
+        self.state.restarts.append((at, label))
+        self.state.timeline.append((at, self.settings))
 
     def _restart_after(self, query, exc) -> bool:
         """Restart a query that failed with one of `restart_on` in its error on the same checkpoint (True), else
@@ -291,12 +274,12 @@ class LiveLoop:
 
     def _drain(self, timeout: float = 60.0) -> None:
         """Stop the producers and let the query read what they sent (it stops between batches afterwards)."""
-        for producer in [self._producer, *self._producers.values()]:
+        for producer in [self.state.producer, *self.state.producers.values()]:
             if producer is not None:
                 producer.stop()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            query = self._query
+            query = self.state.query
             if query is None or not query.isActive:
                 if query is not None and query.exception() is not None and self._restart_after(
                         query, query.exception()):
@@ -330,7 +313,7 @@ class LiveLoop:
             stamp = datetime.fromisoformat(progress["timestamp"].replace("Z", "+00:00")).timestamp()
         except (KeyError, TypeError, ValueError, AttributeError):
             return default
-        return round(stamp - self._wall0, 2)
+        return round(stamp - self.state.wall0, 2)
 
     def _collect(self, query) -> None:
         now = self.now()
@@ -348,7 +331,7 @@ class LiveLoop:
 
     def add_event(self, p: dict, now: float, latest: dict | None = None) -> dict:
         """Record one progress event (a dict) seen at `now` s; returns its row (the poller and the tests call it)."""
-        self.events.append(p)
+        self.state.events.append(p)
         sources = p.get("sources") or [{}]
         source = sources[0]
         starts, ends = _lag._offsets(source.get("startOffset")), _lag._offsets(source.get("endOffset"))
@@ -366,8 +349,8 @@ class LiveLoop:
                 latest = {}
         broker_lag = sum(max(latest.get(k, 0) - v, 0) for k, v in self._position.items())
         behind = _lag.behind_latest(p).get("max")
-        restart = bool(self.restarts) and not any(b["run"] == self._run for b in self.history)
-        s = self._settings
+        restart = bool(self.state.restarts) and not any(b["run"] == self._run for b in self.state.history)
+        s = self.state.stream
         row = {"batch": p["batchId"], "time": self._planned(p, now), "rows": p.get("numInputRows") or 0,
                "cap": s["cap"], "duration_ms": (p.get("durationMs") or {}).get("triggerExecution", 0),
                "input_rate": round(p.get("inputRowsPerSecond") or 0.0, 1),
@@ -378,64 +361,49 @@ class LiveLoop:
                "tasks": self._tasks.get((self._run, p["batchId"])), "partitions": s["partitions"],
                "min_partitions": s["min_partitions"],
                "partitions_read": ",".join(str(k) for k in sorted((end or {})) if (end or {})[k] > start.get(k, 0))}
-        self.history.append(row)
-        if row["rows"] and self.live_from is None:
-            self.live_from = now  # durations and the script count from here
+        self.state.history.append(row)
+        if row["rows"] and self.state.live_from is None:
+            self.state.live_from = now  # durations and the script count from here
         return row
 
     def _apply_script(self, now: float) -> None:
-        if self.live_from is None:
+        if self.state.live_from is None:
             return
-        clock = len([b for b in self.history if b["rows"]]) if self.script_in == "batches" else now - self.live_from
-        while self._pending_script and self._pending_script[0][0] <= clock:
-            step = self._pending_script.pop(0)
-            self.applied.append((round(now, 2), step))
-            knob, value = ("rate", step[1]) if len(step) == 2 else (step[1], step[2])
-            self._auto = True
-            try:
-                if knob == "burst":
-                    self.burst(int(value))
-                else:
-                    name = knob.replace("_", " ") if knob in self.knobs else knob
-                    self.marks.append((now, f"{name} {value}" if knob != "rate" else f"{int(value)}/s"))
-                    if knob in self.knobs and knob in self._sliders:
-                        self._sliders[knob].value = value
-                    elif knob in self._sliders and _fits(self._sliders[knob], _slider_value(knob, value)):
-                        # the same path as a move in the browser, and the browser shows it
-                        self._sliders[knob].value = _slider_value(knob, value)
-                    else:
-                        self.set(knob, value)
-            finally:
-                self._auto = False
-            if not self._pending_script and self.stop_after_script is not None:
-                self._stop_at_batches = len(self.history) + self.stop_after_script
+        state = self.state
+        clock = len([b for b in state.history if b["rows"]]) if self.script_in == "batches" else now - state.live_from
+        while self.state.pending_script and self.state.pending_script[0][0] <= clock:
+            step = self.state.pending_script.pop(0)
+            self.state.applied.append((round(now, 2), step))
+            self._play(step, now)  # the controls move the knob, as a person's move would (controls.py)
+            if not self.state.pending_script and self.stop_after_script is not None:
+                self._stop_at_batches = len(self.state.history) + self.stop_after_script
 
     def _sample(self, now: float) -> int:
         latest = self._latest()
         per_partition = {k: max(latest[k] - self._position.get(k, 0), 0) for k in sorted(latest)}
         total = sum(per_partition.values())
-        self.samples.append({"t": round(now, 2), "lag": total, "partitions": per_partition})
+        self.state.samples.append({"t": round(now, 2), "lag": total, "partitions": per_partition})
         return total
 
     def time_left(self, now: float) -> float | None:
         """Seconds until the demo ends by itself (None before its first batch)."""
-        if self.live_from is None:
+        if self.state.live_from is None:
             return None
-        return max(self.live_from + self.duration + self._extra_s - now, 0.0)
+        return max(self.state.live_from + self.duration + self.state.extra_s - now, 0.0)
 
     def _over(self, now: float, lag: int) -> bool:
-        if self.live_from is None:
+        if self.state.live_from is None:
             return now >= self.duration + FIRST_BATCH_WAIT_S  # no batch at all: give up rather than run forever
         if self.time_left(now) <= 0:
             return True
         stop_at = self._stop_at_batches
-        if stop_at is not None and not self._touched and len(self.history) >= stop_at:
+        if stop_at is not None and not self.state.touched and len(self.state.history) >= stop_at:
             return True
         threshold = self.stop_when_caught_up
         if threshold == "cap":
-            threshold = self._settings["cap"] or 0
-        return (threshold is not None and not self._pending_script and bool(self.applied)
-                and now - self.applied[-1][0] > 1 and lag <= threshold)
+            threshold = self.state.stream["cap"] or 0
+        return (threshold is not None and not self.state.pending_script and bool(self.state.applied)
+                and now - self.state.applied[-1][0] > 1 and lag <= threshold)
 
     def _broker_lost(self) -> str | None:
         """One line naming the cause and the fix when the demo's broker stopped answering, else None (asked at most
@@ -456,15 +424,15 @@ class LiveLoop:
                 "cells.")
 
     def _poll(self) -> None:
-        while not self._done.is_set():
+        while not self.state.done.is_set():
             lost = self._broker_lost()
             if lost is not None:
-                self.error = self.lost = lost
+                self.state.error = self.state.lost = lost
                 self.warn(lost)
                 break
-            if self._pending_restart:
+            if self.state.pending_restart:
                 self._restart()
-            query = self._query
+            query = self.state.query
             if not query.isActive:  # stopped by cleanup(), by the lab's broker watch, or failed
                 exc = query.exception()
                 if exc is not None and self._restart_after(query, exc):
@@ -472,31 +440,31 @@ class LiveLoop:
                 if exc is not None:
                     from streamlab.errors import first_line
 
-                    self.error = first_line(exc, limit=300)
-                    self.warn(f"the query failed: {self.error}")
-                elif not self._done.is_set():  # stopped by someone else: say who, if it was the broker watch
+                    self.state.error = first_line(exc, limit=300)
+                    self.warn(f"the query failed: {self.state.error}")
+                elif not self.state.done.is_set():  # stopped by someone else: say who, if it was the broker watch
                     self._probed_at, self._misses = 0.0, BROKER_MISSES - 1
                     lost = self._broker_lost()
                     if lost is not None:
-                        self.error = self.lost = lost
+                        self.state.error = self.state.lost = lost
                         self.warn(lost)
                 break
             now = self.now()
             self._apply_script(now)
             self._collect(query)
             lag = self._sample(now)
-            if not self._query.isActive:
+            if not self.state.query.isActive:
                 continue  # failed while we looked: restart it (or end) before the next poll
             self._show_readout(now)
             if time.monotonic() - self._last_draw >= self._draw_every and not nobody_watches():
                 began = time.monotonic()
-                self._image.value = self.png()
+                self._show_picture(self.png())
                 self._last_draw = time.monotonic()
                 self._draw_every = redraw_interval(self._last_draw - began)
             if self._over(now, lag):
                 break
-            self._wake.wait(0.5)
-            self._wake.clear()
+            self.state.wake.wait(0.5)
+            self.state.wake.clear()
 
     def _run_poller(self) -> None:
         try:
@@ -505,43 +473,30 @@ class LiveLoop:
             from streamlab.errors import first_line
 
             self._probed_at, self._misses = 0.0, BROKER_MISSES - 1
-            self.error = self._broker_lost() or first_line(exc, limit=300)
-            self.warn(self.error if self.error.startswith("The Kafka broker") else f"the demo stopped: {self.error}")
+            self.state.error = self._broker_lost() or first_line(exc, limit=300)
+            error = self.state.error
+            self.warn(error if error.startswith("The Kafka broker") else f"the demo stopped: {error}")
         finally:
             self._finish()
 
     def _finish(self) -> None:
-        with self._lock:
-            if self.ended:
+        with self.state.lock:
+            if self.state.ended:
                 return
-            self.ended = True
-        self._done.set()
+            self.state.ended = True
+        self.state.done.set()
         self.show_ended()  # first, so that nothing is moved while the demo stops
-        if self.lost is not None:
+        if self.state.lost is not None:
             # Stopping a query, a producer and a consumer of a lost broker can take each their client's timeout:
             # the learner has the line already, so stop them in the background and let wait() return now.
             threading.Thread(target=self._stop_everything, name="streamlab-demo-stop", daemon=True).start()
         else:
             self._stop_everything()
-        if self._widgets_made:
-            self._show_readout(self.now(), ended=True)
-            try:
-                self._image.value = self.png()
-            except Exception:  # noqa: BLE001 - the interpreter is shutting down: the last picture stays
-                pass
-
-    def show_ended(self) -> None:
-        """The learner's view of a demo that is over: controls greyed out, the readout saying `ended` (also from
-        the cell's thread on ■, while the poller may still be inside a client call)."""
-        if self._widgets_made:
-            self._sync_controls(disable=True)
-            self._show_readout(self.now(), ended=True)
+        self._show_last()
 
     def _stop_everything(self) -> None:
         """Stop the query (after the drain, if asked), the producers and the consumer; never raises."""
-        from streamlab.demo.live import _live
-
-        if self.drain and self.error is None:
+        if self.drain and self.state.error is None:
             try:
                 self._drain()
             except Exception:  # noqa: BLE001
@@ -550,7 +505,7 @@ class LiveLoop:
             self._stop_query()
         except Exception:  # noqa: BLE001
             pass  # already stopped by cleanup(), or the broker is gone
-        for producer in [self._producer, *self._producers.values()]:
+        for producer in [self.state.producer, *self.state.producers.values()]:
             if producer is not None:
                 try:
                     producer.stop()
