@@ -434,7 +434,19 @@ def _delta(spark, bootstrap: str) -> None:
 
 
 def main() -> int:
-    """Measure and print the benchmark ratios."""
+    """Measure and print the benchmark ratios; stop the lab's broker at the end if the bench started it."""
+    from streamlab.lab.broker import broker_port, external_bootstrap, probe, stop_broker
+
+    ran_before = bool(external_bootstrap()) or probe(f"127.0.0.1:{broker_port()}", timeout=1.0) != "closed"
+    try:
+        return _measure()
+    finally:
+        if not ran_before:
+            stop_broker("kafka", broker_port())
+
+
+def _measure() -> int:
+    """Every row of the benchmark, in order."""
     import streamlab
     from streamlab.lab.machine import interrupt_on_termination
 
