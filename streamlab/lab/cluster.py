@@ -618,17 +618,27 @@ def status() -> str:
     return "\n".join(lines)
 
 
+METADATA_LAG_S = 15.0  # how long a broker's metadata may lag a topic just made (KRaft spreads it to each broker)
+
+
 def leader_of(topic: str, partition: int = 0) -> int:
-    """The node id (1..3) leading `topic`'s partition, from the cluster's metadata."""
-    client = _admin(_scram_password(), timeout_ms=5000)
-    try:
-        for described in client.describe_topics([topic]):
-            for part in described["partitions"]:
-                if part["partition_index"] == partition:
-                    return int(part["leader_id"])
-    finally:
-        client.close()
-    raise LabError(f"Topic {topic} has no partition {partition} on the cluster.")
+    """The node id (1..3) leading `topic`'s partition, from the cluster's metadata.
+
+    The broker asked may not know a topic made a moment ago (a broker just restarted catches up on the metadata
+    log), so an absent partition is asked again for up to METADATA_LAG_S before it is an error."""
+    deadline = time.monotonic() + METADATA_LAG_S
+    while True:
+        client = _admin(_scram_password(), timeout_ms=5000)
+        try:
+            for described in client.describe_topics([topic]):
+                for part in described["partitions"]:
+                    if part["partition_index"] == partition:
+                        return int(part["leader_id"])
+        finally:
+            client.close()
+        if time.monotonic() >= deadline:
+            raise LabError(f"Topic {topic} has no partition {partition} on the cluster.")
+        time.sleep(0.5)
 
 
 def isr_of(topic: str, partition: int = 0) -> list[int]:
