@@ -139,21 +139,50 @@ def generate(assignment_id: str, root: Path, source: Path = SOURCE, release: Pat
     if not result.get("success"):
         last = (result.get("error") or result.get("log") or "unknown error").strip().splitlines()[-1]
         raise GraderError(f"nbgrader could not generate {assignment_id} from {source / assignment_id}: {last}")
+    for path in (Path(release or (root / "release")) / assignment_id).glob("*.ipynb"):
+        _no_stub_under_scaffolds(path)
     return api
+
+
+STUB = "# YOUR CODE HERE\npass"  # nbgrader's code_stub (nbgrader_config.py), where a solution was cleared
+
+
+def without_stub(code: str) -> str:
+    """`code` without nbgrader's stub at its end when the cell is a scaffold (it has `...` to fill in): the stub
+    under a scaffold only says "write here" a second time, below the lines the learner is to fill."""
+    head, stub, tail = code.rpartition(STUB)
+    scaffold = any("..." in line.split("#")[0] for line in head.splitlines())
+    return head.rstrip("\n") if stub and scaffold and not tail.strip() else code
+
+
+def _no_stub_under_scaffolds(path: Path) -> None:
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    changed = False
+    for cell in nb.cells:
+        if cell.cell_type == "code" and STUB in cell.source:
+            kept = without_stub(cell.source)
+            changed |= kept != cell.source
+            cell.source = kept
+    if changed:
+        nbformat.write(nb, path)
 
 
 def released(assignment_id: str, source: Path = SOURCE) -> Path:
     """The student version of one assignment (nbgrader generate_assignment), made once per content of its source.
 
     Every grading needs it, and generating it costs a throw-away gradebook and seconds of CPU; so it is cached in
-    the grader's private folder under a digest of the assignment's source files and the course's nbgrader config.
+    the grader's private folder under a digest of the assignment's source files, the course's nbgrader config and
+    this file.
     A changed notebook has another digest, so a stale release is never used."""
     import hashlib
     from importlib.metadata import version  # not `import nbgrader`: a second of its server extensions, every check
 
     source = Path(source).resolve()  # nbgrader runs in a temporary course folder: a relative path would miss
     folder = source / assignment_id
-    digest = hashlib.sha256(f"{version('nbgrader')}\0".encode() + CONFIG_FILE.read_bytes())
+    digest = hashlib.sha256(f"{version('nbgrader')}\0".encode() + CONFIG_FILE.read_bytes()
+                            + Path(__file__).read_bytes())  # this file shapes the release too (_no_stub_under_scaffolds)
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):
         digest.update(f"\0{path.relative_to(folder)}\0".encode() + path.read_bytes())
     cached = private_tmp() / "releases" / f"{assignment_id}-{digest.hexdigest()[:20]}"
