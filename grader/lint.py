@@ -19,7 +19,7 @@ Per module:
 And for the quizzes (each module's lettered questions, the interview pool's written-out ones, all of them, and apart
 the ungraded Check yourself questions): how often a blind strategy is right — always the longest option, always
 the one with the most code, the best single letter (target: 35 % or less each); none may score more than in the
-baseline.
+baseline, and a module's quiz or the pool's above QUIZ_TARGET fails the lint.
 And the time each module costs a learner (issue 32), by ../shared/reviews/teaching.md §1.1's assumptions applied to
 the notebooks as they are now, plus the measured wait of its Run All (tests/course-times.json, written by
 `python -m grader.lint --measure [ID ...]`, which runs each student notebook as `make site` does): its *Time* line
@@ -180,6 +180,11 @@ def main(update: bool = False, source: Path = SOURCE) -> int:
     regressions = {aid: r for aid, r in regressions.items() if r}
     for aid, what in regressions.items():
         print(f"worse than {LINT_BASELINE.name}: {aid}: {'; '.join(what)}")
+    above = quizzes_above(quizzes)
+    for line in above:
+        print(f"blind strategy over the {QUIZ_TARGET:.0%} target: {line}")
+    if above:  # fails the lint, and no baseline is written while a quiz can be passed blind
+        regressions["blind strategies"] = above
     computed = course_minutes(source)
     print("\n" + time_table(computed))
     off = times_off(computed, stated_times(source))
@@ -200,6 +205,7 @@ KEY = re.compile(r"quiz\.reveal\(\s*q(\d+)\s*,\s*[\"']([a-e])[\"']")
 ANSWER = re.compile(r"### BEGIN SOLUTION\s*q(\d+)\s*=\s*(?:quiz\.seen\(\s*[\"']q\d+[\"']\s*,\s*)?[\"']([a-e])[\"']")
 
 STRATEGIES = ("longest", "most code", "best single letter")
+QUIZ_TARGET = 0.35  # the most any blind strategy may score on a module's quiz, or on the pool
 
 
 @dataclass
@@ -290,6 +296,15 @@ def quiz_report(source: Path = SOURCE) -> dict[str, dict]:
     # Ungraded, answered at once in the notebook, each learner's options in her own order: still no free points.
     per["check yourself"] = [q for aid, nb in notebooks.items() for q in self_check_questions(aid, nb)]
     return {name: {"questions": len(qs), **blind(qs)} for name, qs in per.items()}
+
+
+def quizzes_above(report: dict[str, dict], target: float = QUIZ_TARGET) -> list[str]:
+    """Each module's or the pool's blind strategy that scores above `target` in a quiz_report, one line each
+    ('all' is their sum and the Check yourself questions are ungraded, so neither is held to it)."""
+    return [f"{name}: {strategy} {scores[strategy]:.0%} of {scores['questions']} questions; "
+            "add questions or spread the keys"
+            for name, scores in report.items() if name not in ("all", "check yourself")
+            for strategy in STRATEGIES if scores[strategy] > target]
 
 
 # -- time: what a module costs a learner ------------------------------------------------------------------------------

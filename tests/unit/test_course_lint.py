@@ -17,6 +17,31 @@ def test_no_blind_strategy_scores_more_than_in_the_baseline():
     assert not lint.quizzes_worse(now, baseline), lint.quizzes_worse(now, baseline)
 
 
+def test_no_modules_quiz_and_not_the_pool_can_be_passed_blind():
+    """Each blind strategy scores 35 % or less on every module's quiz and on the pool, not only no worse than the
+    baseline: one letter answered everywhere, or always the longest option, must not pass a module."""
+    report = lint.quiz_report()
+    assert all(report[aid]["questions"] >= 3 for aid in lint.course()), "a module's quiz has fewer than 3 questions"
+    assert not lint.quizzes_above(report), lint.quizzes_above(report)
+
+
+def test_a_module_above_the_target_fails_the_lint_with_one_line_naming_it(monkeypatch, capsys, tmp_path):
+    keys = "aabcd"  # 5 questions of 4 options: one letter must repeat, so the best single letter scores 40 %
+    asked = [lint.Asked(f"m Q{i}", {"a": "one", "b": "three", "c": "seven", "d": "`e(l)`"}, k) for i, k in enumerate(keys)]
+    scores = lint.blind(asked)
+    assert scores == {"longest": 0.2, "most code": 0.2, "best single letter": 0.4}
+    report = {**lint.quiz_report(), "m": {"questions": 5, **scores}}
+    assert lint.quizzes_above(report) == ["m: best single letter 40% of 5 questions; add questions or spread the keys"]
+    monkeypatch.setattr(lint, "quiz_report", lambda source=lint.SOURCE: report)
+    before = lint.LINT_BASELINE.read_text()
+    monkeypatch.setattr(lint, "LINT_BASELINE", tmp_path / "course-lint.json")
+    lint.LINT_BASELINE.write_text(before)
+    assert lint.main(update=True) == 1
+    out = capsys.readouterr().out
+    assert "blind strategy over the 35% target: m: best single letter 40% of 5 questions" in out
+    assert lint.LINT_BASELINE.read_text() == before and "wrote" not in out, "a quiz passed blind was written as the baseline"
+
+
 def test_the_blind_strategies_are_scored_as_a_test_taker_would_play_them():
     asked = [lint.Asked("x Q1", {"a": "short", "b": "a much longer option", "c": "`f(x)`"}, "b"),
              lint.Asked("x Q2", {"a": "the longest option of all here", "b": "b", "c": "`spark.read`"}, "c")]
