@@ -12,7 +12,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
-LETTERS = "abcd"
+from .choices import LETTERS, choices
 
 # topic -> (module number, title, notebook to reread)
 TOPICS = {
@@ -535,30 +535,6 @@ FIXED = [
 ]
 
 
-def _choices(rng: random.Random, right, wrongs) -> tuple[list, str]:
-    """Four options (the right one and three distinct wrong ones) in random order; returns (options, key)."""
-    seen, options = {str(right)}, [str(right)]
-    for wrong in wrongs:
-        if str(wrong) not in seen:
-            seen.add(str(wrong))
-            options.append(str(wrong))
-        if len(options) == 4:
-            break
-    step = 1
-    while len(options) < 4:  # distractors that happened to coincide: fill with nearby numbers
-        for candidate in (f"{_num(right) + step:,}", f"{max(0, _num(right) - step):,}"):
-            if candidate not in seen and len(options) < 4:
-                seen.add(candidate)
-                options.append(candidate)
-        step += 1
-    rng.shuffle(options)
-    return options, LETTERS[options.index(str(right))]
-
-
-def _num(text) -> int:
-    return int(str(text).replace(",", ""))
-
-
 def prorate(cap: int, backlogs: dict) -> dict:
     """Spark's split of one cap over partitions by backlog: floor(cap × size/total), a share below 1 rounded up."""
     sizes = {p: n for p, n in backlogs.items() if n > 0}
@@ -584,7 +560,7 @@ def _equal_split(rng):
             "records does each partition contribute to the next batch?")
     # The backlog shared out instead of the cap (smaller than the key when backlog < cap), half the cap, the cap per
     # partition, the whole backlog: the shortest option (the smallest number) is not always the key.
-    options, key = _choices(rng, f"{right:,}", [f"{backlog // parts:,}", f"{cap // 2:,}", f"{cap:,}", f"{backlog:,}"])
+    options, key = choices(rng, f"{right:,}", [f"{backlog // parts:,}", f"{cap // 2:,}", f"{cap:,}", f"{backlog:,}"])
     why = (f"One budget per source: {cap:,} × ({backlog:,} / {parts * backlog:,}) = {right:,} each, not the whole cap "
            "per partition.")
     return text, options, key, why, {"parts": parts, "cap": cap, "backlog": backlog}
@@ -596,7 +572,7 @@ def _uneven_split(rng):
     right = prorate(cap, {0: big, 1: small})[0]
     text = (f"Partition 0 has {big:,} records waiting, partition 1 has {small:,}; maxOffsetsPerTrigger={cap:,}. "
             "How many records does partition 0 contribute to the next batch?")
-    options, key = _choices(rng, f"{right:,}", [f"{cap // 2:,}", f"{cap:,}", f"{min(big, cap - small):,}",
+    options, key = choices(rng, f"{right:,}", [f"{cap // 2:,}", f"{cap:,}", f"{min(big, cap - small):,}",
                                                 f"{big:,}"])
     why = (f"The split follows the backlog: {cap:,} × {big:,}/{big + small:,} rounded down = {right:,} "
            "(not half of the cap).")
@@ -610,7 +586,7 @@ def _small_partitions(rng):
             "does the next batch read?")
     # The cap respected, shares rounded down to nothing, and the cap taken per partition: the longest option (the
     # largest number) is seldom the key.
-    options, key = _choices(rng, str(parts), [str(cap), "0", str(cap * parts)])
+    options, key = choices(rng, str(parts), [str(cap), "0", str(cap * parts)])
     why = (f"Each share is {cap}/{parts} < 1, which is rounded up to 1 so no partition starves: {parts} records, "
            "over the cap.")
     return text, options, key, why, {"parts": parts, "cap": cap}
@@ -621,7 +597,7 @@ def _tasks(rng):
     cores = rng.choice([2, 4, 16])
     text = (f"A topic has {parts} partitions, all with new records, no minPartitions, and the cluster has {cores} "
             "cores. How many tasks read Kafka in the next micro-batch?")
-    options, key = _choices(rng, str(parts), [str(cores), "1", str(parts * cores), str(max(parts, cores) * 2)])
+    options, key = choices(rng, str(parts), [str(cores), "1", str(parts * cores), str(max(parts, cores) * 2)])
     why = f"One offset range per Kafka partition with data, one task each: {parts}; cores only decide how many run at once."
     return text, options, key, why, {"parts": parts, "cores": cores}
 
@@ -630,7 +606,7 @@ def _resume(rng):
     end = rng.randint(10, 900) * 10
     text = (f"The last offsets/N file of a checkpoint ends with {{\"orders\":{{\"0\":{end}}}}} and commits/N exists. "
             "At which offset of partition 0 does the restarted query start reading?")
-    options, key = _choices(rng, str(end), [str(end + 1), str(end - 1), "0"])
+    options, key = choices(rng, str(end), [str(end + 1), str(end - 1), "0"])
     why = f"Offsets in the log are the next offset to read: the restart plans batch N+1 from {end}."
     return text, options, key, why, {"end": end}
 
@@ -642,7 +618,7 @@ def _total_lag(rng):
     right = sum(behind)
     text = (f"A progress event's Kafka source shows latestOffset {{0: {latest[0]}, 1: {latest[1]}, 2: {latest[2]}}} "
             f"and endOffset {{0: {end[0]}, 1: {end[1]}, 2: {end[2]}}}. What is the total lag?")
-    options, key = _choices(rng, str(right), [str(sum(end)), str(sum(latest)), str(max(behind))])
+    options, key = choices(rng, str(right), [str(sum(end)), str(sum(latest)), str(max(behind))])
     why = f"Lag is latestOffset − endOffset per partition: {' + '.join(map(str, behind))} = {right}."
     return text, options, key, why, {"latest": latest, "end": end}
 
@@ -654,7 +630,7 @@ def _lag_growth(rng):
     right = (rate - processed) * seconds
     text = (f"Records arrive at {rate:,}/s and the query processes {processed:,}/s. By how much does the lag grow "
             f"in {seconds} s?")
-    options, key = _choices(rng, f"{right:,}", [f"{rate * seconds:,}", f"{processed * seconds:,}", "0"])
+    options, key = choices(rng, f"{right:,}", [f"{rate * seconds:,}", f"{processed * seconds:,}", "0"])
     why = f"({rate:,} − {processed:,}) × {seconds} = {right:,}: steady growth means it needs more throughput."
     return text, options, key, why, {"rate": rate, "processed": processed, "seconds": seconds}
 
@@ -671,7 +647,7 @@ def _size_cap(rng):
     right = min(2 * normal, fits)
     text = (f"Records cost {cost} ms each, the trigger is every {trigger} s and the normal rate is {rate} records/s. "
             "By the rule twice the normal batch, at most 80% of the interval, what cap?")
-    options, key = _choices(rng, f"{right:,}", [f"{normal:,}", f"{fits:,}", f"{2 * fits:,}", f"{rate:,}"])
+    options, key = choices(rng, f"{right:,}", [f"{normal:,}", f"{fits:,}", f"{2 * fits:,}", f"{rate:,}"])
     why = f"min(2 × {rate} × {trigger}, floor(0.8 × {trigger * 1000} / {cost})) = min({2 * normal}, {fits}) = {right}."
     return text, options, key, why, {"cost": cost, "trigger": trigger, "rate": rate}
 
@@ -685,7 +661,7 @@ def _min_offsets(rng):
     text = (f"minOffsetsPerTrigger={minimum:,}, maxTriggerDelay={delay}s, and {rate} records/s arrive. About how many "
             "seconds apart do the batches run (after the first)?")
     fmt = lambda x: f"{x:g}"  # noqa: E731
-    options, key = _choices(rng, fmt(right), [fmt(max(wait, delay)), fmt(wait + delay), "0", fmt(delay * 2)])
+    options, key = choices(rng, fmt(right), [fmt(max(wait, delay)), fmt(wait + delay), "0", fmt(delay * 2)])
     why = (f"A trigger waits until {minimum:,} offsets are there ({wait:g} s at {rate}/s) or {delay} s passed since "
            f"the last batch, whichever comes first: {right:g} s.")
     return text, options, key, why, {"minimum": minimum, "rate": rate, "delay": delay}
@@ -695,7 +671,7 @@ def _two_topics(rng):
     a, b = rng.choice([2, 3, 4, 6]), rng.choice([1, 2, 5, 8])
     text = (f"One query subscribes to two topics with {a} and {b} partitions, all with new records. How many tasks "
             "read Kafka in the next micro-batch?")
-    options, key = _choices(rng, str(a + b), [str(max(a, b)), "2", str(a * b)])
+    options, key = choices(rng, str(a + b), [str(max(a, b)), "2", str(a * b)])
     why = f"One task per topic-partition with data, whatever the topic: {a} + {b} = {a + b}."
     return text, options, key, why, {"a": a, "b": b}
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import re
 
+from .choices import choices
+
 # (id, topic, question, right answer, [three wrong answers], why, (notebook, section heading))
 WRITTEN = [
     # -- module 9: the cluster ----------------------------------------------------------------------------------
@@ -511,19 +513,13 @@ WHERE = {row[0]: row[6] for row in WRITTEN}
 
 
 # -- numbered questions: each draw asks with other numbers ------------------------------------------------------
-def _choices(rng, right, wrongs):
-    from .interview import _choices as choices  # the pool's own helper (imported late: interview imports us)
-
-    return choices(rng, right, wrongs)
-
-
 def _little_wait(rng):
     rate = rng.choice([200, 300, 400, 500, 800])
     lag = rate * rng.choice([1, 2, 3, 4, 6])
     right = lag // rate
     text = (f"A query's lag averages {lag:,} records while {rate} records/s arrive and leave. By Little's law, how "
             "many seconds does a record wait in Kafka on average?")
-    options, key = _choices(rng, str(right), [str(right * 2), str(rate // 100), str(lag // 100)])
+    options, key = choices(rng, str(right), [str(right * 2), str(rate // 100), str(lag // 100)])
     why = f"Average wait = average lag / rate = {lag:,} / {rate} = {right} s."
     return text, options, key, why, {"lag": lag, "rate": rate}
 
@@ -535,7 +531,7 @@ def _catch_up(rng):
     lag = (processed - incoming) * seconds
     text = (f"A query is {lag:,} records behind. Records arrive at {incoming:,}/s and it processes {processed:,}/s. "
             "In how many seconds does it catch up?")
-    options, key = _choices(rng, str(seconds), [str(lag // processed), str(lag // incoming),
+    options, key = choices(rng, str(seconds), [str(lag // processed), str(lag // incoming),
                                                 str(lag // (processed + incoming))])
     gain = processed - incoming
     why = f"It gains {processed:,} − {incoming:,} = {gain} records/s: {lag:,} / {gain} = {seconds} s."
@@ -548,7 +544,7 @@ def _available_now_batches(rng):
     right = math.ceil(backlog / cap)
     text = (f"One partition holds a backlog of {backlog:,} records. A query starts with trigger(availableNow=True) "
             f"and maxOffsetsPerTrigger={cap:,}. How many batches does it run before it stops?")
-    options, key = _choices(rng, str(right), [str(backlog // cap), "1", str(right + 1)])
+    options, key = choices(rng, str(right), [str(backlog // cap), "1", str(right + 1)])
     why = f"availableNow honours the cap: ceil({backlog:,} / {cap:,}) = {right} batches, then it stops."
     return text, options, key, why, {"backlog": backlog, "cap": cap}
 
@@ -560,7 +556,7 @@ def _preferred_index(rng):
     text = (f"A partition's TopicPartition.hashCode() is {code} and the query has {executors} executors. At which "
             "position of the connector's sorted executor list is its preferred executor (counting from 0)?")
     truncated = abs(code) % executors  # Java's % keeps the sign: a common slip
-    options, key = _choices(rng, str(right), [str(truncated), str((right + 1) % executors),
+    options, key = choices(rng, str(right), [str(truncated), str((right + 1) % executors),
                                               str(executors), str(executors - 1)])
     java = int(math.fmod(code, executors))
     why = f"floorMod({code}, {executors}) = {right}: never negative, where Java's % gives {java}."
@@ -573,7 +569,7 @@ def _brokers_to_lose(rng):
     right = replicas - minimum
     text = (f"A topic has {replicas} replicas on {replicas} brokers and min.insync.replicas={minimum}. How many of "
             "those brokers can be down with acks=all writes still accepted?")
-    options, key = _choices(rng, str(right), [str(minimum), str(replicas - 1), "0", str(right + 1)])
+    options, key = choices(rng, str(right), [str(minimum), str(replicas - 1), "0", str(right + 1)])
     why = (f"acks=all needs {minimum} replicas in the ISR: {replicas} − {minimum} = {right} may be down "
            "(each down broker leaves the ISR).")
     return text, options, key, why, {"replicas": replicas, "minimum": minimum}
@@ -584,7 +580,7 @@ def _replay_copies(rng):
     text = (f"Batch N of a Kafka-to-Kafka query (Spark's own Kafka sink) reads {records} records. The driver dies "
             "after the write, before commits/N. How many records does batch N leave in the output topic, counting "
             "the restart's replay?")
-    options, key = _choices(rng, f"{2 * records:,}", [f"{records:,}", "0", f"{3 * records:,}"])
+    options, key = choices(rng, f"{2 * records:,}", [f"{records:,}", "0", f"{3 * records:,}"])
     why = (f"The write happened once, and the restart re-runs batch N with the same offsets and writes {records} "
            f"again: {2 * records:,}. The sink is at-least-once.")
     return text, options, key, why, {"records": records}

@@ -8,27 +8,28 @@ worth a guess, while the right option earns the point under every seed. A soluti
 
 Feedback that teaches without becoming an answer key: Check my work shows every answer's explanation, and a wrong
 answer's explanation names the right option. So each wrong answer moves its question to its next round: its options
-are reshuffled and its numbers (draws named `qN…`) drawn anew for the next try. The learner's record,
-`$STREAMLAB_HOME/quiz.json`, keeps per question its round, the first attempt's mark (the first Check my work in which
-she answered it) and the best mark; `python -m grader progress` shows both. `grader check` (the learner's own
-Check my work) writes it and grades in its rounds; her notebook's cells read it, and a visible check says when a
-question moved on since its cells ran. On a workshop's hub the record that counts is the hub's: its checks service
-grades her in the rounds it keeps for her (`hub_record_file`, out of her reach) and hands them back, and `grader check`
-writes them here (`keep_record`) so her cells show what is graded; the instructor's grading of what the hub collected
-uses the same rounds. Any other cohort is graded in round 0.
+are reshuffled and its numbers (draws named `qN…`) drawn anew for the next try. The learner's record
+(streamlab.course.quiz_record), `$STREAMLAB_HOME/quiz.json`, keeps per question its round, the first attempt's mark
+(the first Check my work in which she answered it) and the best mark; `python -m grader progress` shows both.
+`grader check` (the learner's own Check my work) writes it and grades in its rounds; her notebook's cells read it,
+and a visible check says when a question moved on since its cells ran. On a workshop's hub the record that counts is
+the hub's: its checks service grades her in the rounds it keeps for her (`hub_record_file`, out of her reach) and
+hands them back, and `grader check` writes them here (`keep_record`) so her cells show what is graded; the
+instructor's grading of what the hub collected uses the same rounds. Any other cohort is graded in round 0.
 
 And `self_check`: the ungraded "Check yourself" questions after a section (their texts and keys in
 streamlab/course/self_checks.py, their options in each learner's order too), which answer at once with their
 explanation while the idea is fresh (the graded quiz stays for Check my work)."""
 from __future__ import annotations
 
-import json
-import os
 import string
-import time
-from pathlib import Path
 
+from streamlab.course import variants
 from streamlab.course.checks import FAIL, FORM, PASS, expect, judging, report
+# The learner's record lives in quiz_record (variants reads its rounds too); callers keep these names here.
+from streamlab.course.quiz_record import (  # noqa: F401
+    _write, hub_record_file, keep_record, load_record, record_check, record_file, recorded_rounds, rounds, summary,
+)
 from streamlab.settings import settings
 
 ROUNDS_ENV = "STREAMLAB_QUIZ_ROUNDS"  # the grader sets it ({question: round}) for the run it grades
@@ -37,116 +38,12 @@ LETTERS = string.ascii_lowercase
 _choices: dict[str, str] = {}  # {question: its letters}, from check_format, for the reveal() of the same test cell
 
 
-# -- the learner's record: rounds, first and best marks --------------------------------------------------------------
-
-def record_file() -> Path:
-    """Where this learner's quiz record is kept ($STREAMLAB_HOME/quiz.json)."""
-    from streamlab.lab.jars import state_dir
-
-    return state_dir() / "quiz.json"
-
-
-def hub_record_file(root: str | Path, learner: str) -> Path:
-    """Where a workshop's checks service keeps learner `learner`'s quiz record: in the workshop's own folder (root's,
-    never the learner's home), `quiz/<learner>.json`, the same shape as quiz.json (workshop/checks.py)."""
-    if not learner or learner.startswith(".") or Path(learner).name != learner:
-        raise ValueError(f"{learner!r} is not a learner's name")
-    return Path(root) / "quiz" / f"{learner}.json"
-
-
-def load_record(path: Path | None = None) -> dict[str, dict]:
-    """{assignment: {question: {round, first, best, checks}}} (empty when there is none or it cannot be read)."""
-    try:
-        data = json.loads((path or record_file()).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    found = data.get("assignments") if isinstance(data, dict) else None
-    return found if isinstance(found, dict) else {}
-
-
-def rounds(assignment: str) -> dict[str, int]:
-    """{question: round} of an assignment: what the grader passed ($STREAMLAB_QUIZ_ROUNDS), else the record's."""
-    given = settings.quiz_rounds
-    return recorded_rounds(assignment) if given is None else given
-
-
-def recorded_rounds(assignment: str, path: Path | None = None) -> dict[str, int]:
-    """{question: round} of an assignment in the learner's record (the questions never answered wrongly: none)."""
-    entries = load_record(path).get(assignment, {})
-    return {q: int(e.get("round", 0)) for q, e in entries.items() if isinstance(e, dict) and e.get("round")}
-
-
-def record_check(assignment: str, marks: dict[str, bool], path: Path | None = None) -> list[str]:
-    """Keep one Check my work's quiz marks ({question: right}, the questions it answered and explained): the first
-    mark stays, the best is kept, and each wrong answer moves its question to its next round. Returns those
-    questions (empty when the record cannot be written: a read-only home keeps the rounds as they were)."""
-    path = path or record_file()
-    data = load_record(path)
-    entries = data.setdefault(assignment, {})
-    moved = []
-    for question, right in sorted(marks.items()):
-        entry = entries.setdefault(question, {"round": 0, "first": int(right), "best": 0, "checks": 0})
-        entry["best"] = max(int(entry.get("best", 0)), int(right))
-        entry["checks"] = int(entry.get("checks", 0)) + 1
-        if not right:
-            entry["round"] = int(entry.get("round", 0)) + 1
-            moved.append(question)
-    when = time.strftime("%Y-%m-%d %H:%M")
-    for question in marks:
-        entries[question]["checked"] = when
-    return moved if _write(path, data) else []
-
-
-def keep_record(assignment: str, entries: dict, path: Path | None = None) -> bool:
-    """Take an assignment's record as a workshop's hub keeps it (its checks service graded in those rounds): her
-    notebook's cells then show the rounds graded. False when it cannot be written, or `entries` is not a record."""
-    if not isinstance(entries, dict):
-        return False
-    kept = {}
-    for question, entry in entries.items():
-        if not isinstance(entry, dict):
-            return False
-        try:
-            kept[question] = {**{k: int(entry.get(k, 0)) for k in ("round", "first", "best", "checks")},
-                              **({"checked": str(entry["checked"])} if "checked" in entry else {})}
-        except (TypeError, ValueError):
-            return False
-    path = path or record_file()
-    data = load_record(path)
-    data[assignment] = kept
-    return _write(path, data)
-
-
-def _write(path: Path, data: dict) -> bool:
-    """Write a record {assignment: {question: entry}} in one step; False when it cannot be written."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temp = path.with_suffix(".tmp")
-        temp.write_text(json.dumps({"assignments": data}, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(temp, path)
-    except OSError:
-        return False
-    return True
-
-
-def summary(assignment: str, record: dict | None = None) -> str | None:
-    """One line for an assignment's quiz: right at the first attempt and at best, of the questions answered."""
-    entries = (load_record() if record is None else record).get(assignment) or {}
-    if not entries:
-        return None
-    first = sum(int(e.get("first", 0)) for e in entries.values())
-    best = sum(int(e.get("best", 0)) for e in entries.values())
-    return f"quiz: {first} of {len(entries)} right at the first attempt, {best} at best"
-
-
 # -- options in the learner's order ------------------------------------------------------------------------------------
 
 def order(name: str, count: int, drawn=None) -> list[int]:
     """The learner's order of a question's options: position i shows the option written i-th in the notebook
     at order[i]. `drawn`: a Variant (default: the running notebook's, in the question's round)."""
-    from streamlab.course.variants import variant
-
-    drawn = drawn or variant()
+    drawn = drawn or variants.variant()
     return drawn.sample(f"{name}.options", range(count), count)
 
 
@@ -163,9 +60,7 @@ def seen(name: str, key: str, choices: str = "abcd", drawn=None) -> str:
 def options(name: str, texts: list[str]) -> None:
     """Show a question's options in the learner's order, lettered as she answers (the notebook writes them in its
     own order, the hidden test's key in that order's letters)."""
-    from streamlab.course.variants import variant
-
-    drawn = variant()  # its draw records the round shown (variants.drawn_rounds), for check_format
+    drawn = variants.variant()  # its draw records the round shown (variants.drawn_rounds), for check_format
     shown = [texts[i] for i in order(name, len(texts), drawn)]
     turn = drawn.round_of(f"{name}.options")
     lines = [f"- {letter}) {text}" for letter, text in zip(LETTERS, shown)]
@@ -193,8 +88,6 @@ def shuffled(name: str) -> bool:
 
 def _moved_on(name: str) -> int | None:
     """The question's round now when the options or numbers this kernel showed were of an earlier one, else None."""
-    from streamlab.course import variants
-
     aid = variants.current_assignment()
     was = variants.drawn_rounds.get((aid, name))
     now = rounds(aid).get(name, 0)

@@ -8,7 +8,8 @@ number, whatever order the cells run in, so the notebook, its visible checks and
 Quiz draws have rounds: a draw named `qN` or `qN.<anything>` belongs to quiz question qN (its numbers, and the
 order of its options, streamlab.course.quiz). After Check my work explained a wrong answer to qN, the question is in
 its next round and `variant()` draws its numbers anew (the key gets `#round`); round 0 is the first variant. The
-rounds come from the learner's record (streamlab.course.quiz.rounds), which the grader passes to the runs it grades.
+rounds come from the learner's record (streamlab.course.quiz_record.rounds), which the grader passes to the runs it
+grades.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
+from streamlab.course.quiz_record import rounds
 from streamlab.settings import settings
 
 SEED_ENV = "STREAMLAB_SEED"
@@ -177,7 +179,5 @@ class Variant:
 def variant(assignment: str | None = None, seed: int | None = None) -> Variant:
     """The running notebook's variant (or another assignment's / seed's, as the grader asks), its quiz questions in
     the rounds the learner's record (or the grader) gives."""
-    from streamlab.course.quiz import rounds
-
     assignment = assignment or current_assignment()
     return Variant(assignment, seed_for(assignment) if seed is None else seed, rounds(assignment))

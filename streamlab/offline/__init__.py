@@ -8,7 +8,10 @@ that has no connector.
 """
 from __future__ import annotations
 
-OFFLINE_NAME = "streamlab_kafka"
+# The name and the routing of format("kafka") live in routing.py (the source and the sink ask them too); the
+# patch "offline-kafka-format" and callers find them here.
+from streamlab.offline.routing import OFFLINE_NAME, kafka_format_hooks, serves  # noqa: F401
+
 FILTER_PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
@@ -33,26 +36,3 @@ def install(session) -> None:
 
     register(session)
     patches.install("offline-kafka-format")
-
-
-def serves(name) -> bool:
-    """Whether format(`name`) is the offline engine: its own name, or "kafka" once `install` routed it."""
-    name = name.strip().lower() if isinstance(name, str) else ""
-    if name == OFFLINE_NAME:
-        return True
-    from streamlab import patches
-
-    return name == "kafka" and patches.installed("offline-kafka-format")
-
-
-def kafka_format_hooks(cls, originals: dict) -> dict:
-    """The patch "offline-kafka-format" (streamlab.patches): `cls.format("kafka")` names the offline engine."""
-    original = originals["format"]
-
-    def routed(self, source, _original=original):
-        if isinstance(source, str) and source.strip().lower() == "kafka":
-            source = OFFLINE_NAME
-        return _original(self, source)
-
-    routed.__doc__ = original.__doc__
-    return {"format": routed}

@@ -48,7 +48,9 @@ from itertools import repeat
 from kafka.serializer import Serializer
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from streamlab.offline.checkpoint import announce_checkpoint, await_claims
 from streamlab.offline.options import IllegalArgumentException, IllegalStateException
+from streamlab.offline.routing import OFFLINE_NAME, serves
 
 TOPIC, KEY, VALUE, HEADERS, PARTITION = "topic", "key", "value", "headers", "partition"
 HEADERS_TYPE = "array<struct<key:string,value:binary>>"
@@ -512,8 +514,6 @@ def _option_recorders(originals: dict):
     winning as in Spark. The save-mode and stream-write hooks read them."""
     from pyspark.sql.utils import to_str
 
-    from streamlab.offline import serves
-
     def _format(self, source):
         result = originals["format"](self, source)
         self._streamlab_kafka = serves(source)
@@ -574,7 +574,7 @@ def route_stream_writes() -> None:
     refused Update by Spark itself ("... does not support Update mode", PySpark 4.2), so an Update-mode Kafka query
     runs as foreachBatch, each batch written by the batch sink with the query's options: the same records,
     at-least-once, with the same checkpoint; only its progress names the sink ForeachBatchSink. The hook also
-    tells the offline source of any query where its checkpoint is (source.announce_checkpoint).
+    tells the offline source of any query where its checkpoint is (checkpoint.announce_checkpoint).
     """
     from streamlab import patches
 
@@ -595,8 +595,6 @@ def stream_write_hooks(cls, originals: dict) -> dict:
         return originals["queryName"](self, queryName)
 
     def _start(self, path=None, format=None, outputMode=None, partitionBy=None, queryName=None, **opts):
-        from streamlab.offline.source import announce_checkpoint, await_claims
-
         self.options(**opts)
         if outputMode is not None:
             self.outputMode(outputMode)
@@ -626,8 +624,6 @@ def stream_write_hooks(cls, originals: dict) -> dict:
 
 
 def _batch_writer(options: dict):
-    from streamlab.offline import OFFLINE_NAME
-
     def write(batch_df, batch_id):
         writer = batch_df.write.format(OFFLINE_NAME)
         for key, value in options.items():
