@@ -435,9 +435,9 @@ def _delta(spark, bootstrap: str) -> None:
 
 def main() -> int:
     """Measure and print the benchmark ratios; stop the lab's broker at the end if the bench started it."""
-    from streamlab.lab.broker import broker_port, external_bootstrap, probe, stop_broker
+    from streamlab.lab.broker import already_running, broker_port, stop_broker
 
-    ran_before = bool(external_bootstrap()) or probe(f"127.0.0.1:{broker_port()}", timeout=1.0) != "closed"
+    ran_before = already_running()
     try:
         return _measure()
     finally:

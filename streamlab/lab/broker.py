@@ -208,6 +208,18 @@ def external_bootstrap() -> str | None:
     return settings.kafka_bootstrap
 
 
+def already_running(on_cluster: bool = False, timeout: float = 1.0) -> bool:
+    """Whether the lab's Kafka is there before a command starts it: $KAFKA_BOOTSTRAP, the cluster's folder (on a
+    cluster), or anything listening on the broker's port. A command stops at its end only what it started."""
+    if external_bootstrap():
+        return True
+    if on_cluster:
+        from streamlab.lab import cluster
+
+        return cluster.folder().exists()
+    return probe(f"127.0.0.1:{broker_port()}", timeout=timeout) != "closed"
+
+
 def ensure_broker(kind: str | None = None, port: int | None = None) -> str:
     """Return the bootstrap address, starting (or reusing) the lab's broker when $KAFKA_BOOTSTRAP is unset."""
     external = external_bootstrap() if kind is None else None
