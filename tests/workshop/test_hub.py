@@ -31,9 +31,9 @@ from workshop.hub import Settings
 pytestmark = [pytest.mark.broker, pytest.mark.spark, pytest.mark.timeout(2400)]  # minutes on a machine shared by many runs
 
 # 00-setup, handed in by ada (its one real grading here), and the fixture every learner hands in
-def _q1_as_ada_sees_it() -> str:
-    """00-setup's Q1 answered as ada writes it: the key's option under the letter her own order shows it
-    (streamlab.course.quiz: each learner sees a quiz's options in an order drawn from her seed)."""
+def _00_as_ada_answers_it() -> tuple[dict[str, str], int]:
+    """00-setup answered right as ada writes it, and its full marks: each quiz key's option under the letter her own
+    order shows it (streamlab.course.quiz: each learner sees a quiz's options in an order drawn from her seed)."""
     import nbformat
 
     from grader import lint
@@ -42,11 +42,15 @@ def _q1_as_ada_sees_it() -> str:
     from streamlab.course.variants import Variant, student_seed
 
     nb = nbformat.read(SOURCE / "00-setup" / "00-setup.ipynb", as_version=4)
-    key, written = lint.lettered(nb)[1], lint.written_options(nb)[1]
-    return quiz.seen("q1", key, "".join(written), drawn=Variant("00-setup", student_seed("ada", "00-setup"), {}))
+    keys, written = lint.lettered(nb), lint.written_options(nb)
+    drawn = Variant("00-setup", student_seed("ada", "00-setup"), {})
+    answers = {f"q{n}_answer": f'q{n} = "{quiz.seen(f"q{n}", key, "".join(written[n]), drawn=drawn)}"'
+               for n, key in keys.items()}
+    top = sum(c.metadata["nbgrader"].get("points", 0) for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade"))
+    return {"ex1_cap": "cap = -(-ex1_records // ex1_batches)", **answers}, top
 
 
-RIGHT_00 = {"ex1_cap": "cap = -(-ex1_records // ex1_batches)", "q1_answer": f'q1 = "{_q1_as_ada_sees_it()}"'}
+RIGHT_00, TOP_00 = _00_as_ada_answers_it()
 FIXTURE, FIXTURES = "fx-basics", Path(__file__).resolve().parents[1] / "fixtures" / "solutions"
 RIGHT = {"q1_answer": 'q1 = "b"', "q2_answer": "q2 = 250"}
 WRONG = {"q1_answer": 'q1 = "c"', "q2_answer": "q2 = 1000"}
@@ -320,14 +324,14 @@ def test_the_instructor_grades_the_room_regrades_one_and_exports(hub, room):
     # A module of the course itself, graded for real on the hub: 00-setup's Run All in ada's notebook.
     _hand_in(room["ada"], RIGHT_00, "00-setup")
     real = instructor.regrade(hub, "00-setup", "ada")
-    assert (real.score, real.max_score) == (3, 3), real.error
+    assert (real.score, real.max_score) == (TOP_00, TOP_00), real.error
     assert (hub.home("ada") / "feedback" / "00-setup" / "grade.txt").read_text().startswith("00-setup: ")
 
     canvas = list(csv.reader(instructor.export(hub, Path(hub.root) / "canvas.csv", "canvas").open()))
     assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "00-setup", FIXTURE]
-    assert canvas[1][-2:] == ["3", "6"], canvas[1]
+    assert canvas[1][-2:] == [str(TOP_00), "6"], canvas[1]
     by_login = {r[3]: r[-2:] for r in canvas[2:]}
-    assert by_login["ada"] == ["3", "2"] and by_login["dee"] == ["", "0"], by_login
+    assert by_login["ada"] == [str(TOP_00), "2"] and by_login["dee"] == ["", "0"], by_login
     moodle = list(csv.reader(instructor.export(hub, Path(hub.root) / "moodle.csv", "moodle").open()))
     assert moodle[0] == ["username", "00-setup", FIXTURE] and {r[0]: r[1:] for r in moodle[1:]}["bob"] == ["", "2"]
 
