@@ -73,7 +73,7 @@ def _lab(port: int) -> int:
     import signal
     import subprocess
 
-    from streamlab.lab.broker import broker_port, external_bootstrap, probe
+    from streamlab.lab.broker import already_running, external_bootstrap, probe
 
     if probe(f"127.0.0.1:{port}", timeout=1.0) != "closed":
         print(f"error: port {port} is taken (is a lab already running? `jupyter server list` shows it); "
@@ -82,8 +82,7 @@ def _lab(port: int) -> int:
     from streamlab.lab import cluster
 
     on_cluster = cluster.wanted()  # make lab CLUSTER=1: the notebooks' kernels inherit STREAMLAB_CLUSTER=1
-    ran_before = bool(external_bootstrap()) or (cluster.folder().exists() if on_cluster else
-                                                probe(f"127.0.0.1:{broker_port()}") != "closed")
+    ran_before = already_running(on_cluster)
     if main(["setup"]):
         return 1
     root = Path(__file__).resolve().parent.parent
