@@ -24,6 +24,9 @@ And the time each module costs a learner (issue 32), by ../shared/reviews/teachi
 the notebooks as they are now, plus the measured wait of its Run All (tests/course-times.json, written by
 `python -m grader.lint --measure [ID ...]`, which runs each student notebook as `make site` does): its *Time* line
 and START-HERE's module map must state it within 15 % (say the total rounded to 5 min), or the lint fails.
+A module longer than a sitting is taken in two (issue 29): a markdown cell tagged `"streamlab": {"sitting": 2}` starts
+the second, which runs in a fresh kernel after the Setup cells; the lint fails where a sitting's main path (Going deeper
+left out) is over SITTING_MAX minutes, or where a stated sitting is more than 15 % off.
 """
 from __future__ import annotations
 
@@ -190,12 +193,15 @@ def main(update: bool = False, source: Path = SOURCE) -> int:
     off = times_off(computed, stated_times(source))
     for line in off:
         print(f"time off by more than {TIME_TOLERANCE:.0%}: {line}")
+    long_sittings = sittings_off(computed)
+    for line in long_sittings:
+        print(f"sitting too long: {line}")
     if update and not regressions:
         data = {aid: asdict(n) for aid, n in numbers.items()}
         data["quizzes"] = quizzes
         LINT_BASELINE.write_text(json.dumps(data, indent=1) + "\n")
         print(f"wrote {LINT_BASELINE.relative_to(ROOT)}")
-    return 1 if regressions or off else 0
+    return 1 if regressions or off or long_sittings else 0
 
 
 # -- quizzes: can a blind strategy pass them? ------------------------------------------------------------------------
@@ -322,6 +328,9 @@ TIME_TOLERANCE = 0.15
 WIDGET = re.compile(r"\b\w*Demo\(|\.explorer\(|Interview\(|ChoiceTable\(|CheckpointBrowser\(")
 INFRA = re.compile(r"streamlab\.setup\(|streamlab\.cleanup\(|grader\.check_button")
 STATED = re.compile(r"\*\*Time:?\*\*:?\s*(?:about\s*)?(\d+)\s*min", re.I)
+# "in two sittings (55 + 60)": what a module's Time line and START-HERE's map say after the total
+STATED_SITTINGS = re.compile(r"^[^|\n(]{0,40}\((\d+)\s*\+\s*(\d+)\)")
+SITTING_MAX = 80  # minutes of main path one sitting may take (issue 29: about 75)
 
 
 @dataclass
@@ -336,6 +345,8 @@ class Minutes:
     run_all_s: float | None = None
     words: int = 0
     main: float = 0.0  # the total without the collapsed Going deeper sections (a first read)
+    sittings: list[float] = field(default_factory=list)  # each sitting's total (they add up to `total`)
+    sittings_main: list[float] = field(default_factory=list)  # each sitting's main path
 
     @property
     def total(self) -> float:
@@ -431,6 +442,92 @@ def main_path(nb):
     return out
 
 
+def sitting_starts(nb) -> list[int]:
+    """The indexes of the cells that start a new sitting (cell metadata "streamlab": {"sitting": N})."""
+    return [i for i, cell in enumerate(nb.cells) if (cell.metadata.get("streamlab") or {}).get("sitting")]
+
+
+def setup_cells(nb) -> list[int]:
+    """The indexes of the code cells of the *Setup* section: what a learner back in a new kernel runs first."""
+    out, inside = [], False
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown" and re.match(r"#+\s", cell.source.lstrip()):
+            inside = bool(re.match(r"#+\s*Setup\b", cell.source.lstrip()))
+        elif inside and cell.cell_type == "code":
+            out.append(i)
+    return out
+
+
+def sittings(nb, run_all_s: float | None = None) -> list[tuple[float, float]]:
+    """(total, main path) minutes of each sitting of `nb`, split at its sitting cells: Check my work counts once, in
+    the last; the measured Run All is shared in proportion to each sitting's running of cells. The totals add up to
+    `minutes(nb, run_all_s).total`."""
+    import copy
+
+    bounds = [0, *[i for i in sitting_starts(nb) if i > 0], len(nb.cells)]
+    parts = []
+    for start, end in zip(bounds, bounds[1:]):
+        part = copy.copy(nb)
+        part.cells = nb.cells[start:end]
+        parts.append((minutes(part), minutes(main_path(part))))
+    run = sum(m.run for m, _ in parts) or 1.0
+    out = []
+    for index, (whole, main) in enumerate(parts):
+        last = index == len(parts) - 1
+        for m in (whole, main):
+            m.run_all_s = (run_all_s or 0) * whole.run / run
+            m.check = m.check if last else 0.0
+        out.append((whole.total, main.total))
+    return out
+
+
+def _bound_and_read(code: str) -> tuple[set[str], set[str]]:
+    """The names a cell binds (assigns, imports, defines, takes as arguments) and the names it reads."""
+    import ast
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    tree = ast.parse(TransformerManager().transform_cell(code))
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return bound, read
+
+
+def sitting_needs(nb) -> dict[int, list[str]]:
+    """{cell index: names it reads that neither the Setup cells nor the cells from its sitting's start down to it
+    bind}: what a learner back in a new kernel would meet as a NameError (builtins and IPython's names aside)."""
+    import builtins
+
+    known = set(dir(builtins)) | {"get_ipython", "display", "In", "Out", "exit", "quit"}
+    out = {}
+    for start in [i for i in sitting_starts(nb) if i > 0]:
+        bounds = [i for i in sitting_starts(nb) if i > start]
+        end = bounds[0] if bounds else len(nb.cells)
+        have = set(known)
+        for index in setup_cells(nb):
+            have |= _bound_and_read(nb.cells[index].source)[0]
+        for index in range(start, end):
+            cell = nb.cells[index]
+            if cell.cell_type != "code":
+                continue
+            bound, read = _bound_and_read(cell.source)
+            missing = sorted(read - have - bound)
+            if missing:
+                out[index] = missing
+            have |= bound
+    return out
+
+
 def measured() -> dict[str, dict]:
     """{module: its measured Run All} from TIMES (empty where it was never measured)."""
     return json.loads(TIMES.read_text()).get("modules", {}) if TIMES.is_file() else {}
@@ -446,11 +543,26 @@ def course_minutes(source: Path = SOURCE) -> dict[str, Minutes]:
         seconds = (runs.get(aid) or {}).get("seconds")
         out[aid] = minutes(nb, seconds)
         out[aid].main = minutes(main_path(nb), seconds).total
+        split = sittings(nb, seconds)
+        out[aid].sittings, out[aid].sittings_main = [t for t, _ in split], [m for _, m in split]
+    return out
+
+
+def sittings_off(computed: dict[str, Minutes]) -> list[str]:
+    """Where a sitting's main path is over SITTING_MAX minutes, one phrase each."""
+    out = []
+    for aid, m in computed.items():
+        for number, main in enumerate(m.sittings_main, 1):
+            if main > SITTING_MAX:
+                fix = ("move its sitting-2 cell" if len(m.sittings_main) > 1 else
+                       'start a second sitting: a markdown cell with metadata "streamlab": {"sitting": 2}')
+                out.append(f"{aid}: sitting {number} is {main:.0f} min of main path (over {SITTING_MAX}): {fix}")
     return out
 
 
 def stated_times(source: Path = SOURCE) -> dict[str, dict[str, int | None]]:
-    """{module: {"frame": the minutes its own *Time* line states, "home": START-HERE's module map's}}."""
+    """{module: {"frame": the minutes its own *Time* line states, "home": START-HERE's module map's}}; where they
+    state two sittings, also "frame sittings" and "home sittings": [minutes, minutes]."""
     import nbformat
 
     home = source / "START-HERE.ipynb"
@@ -460,8 +572,13 @@ def stated_times(source: Path = SOURCE) -> dict[str, dict[str, int | None]]:
         nb = nbformat.read(source / aid / f"{aid}.ipynb", as_version=4)
         opening = " ".join(c.source for c in nb.cells if c.cell_type == "markdown")[:4000]
         frame = STATED.search(opening)
-        row = re.search(rf"^\|\s*\[[^\]]*\]\({re.escape(aid)}/[^)]*\)\s*\|.*\|\s*(\d+)\s*min\s*\|\s*$", home_text, re.M)
+        row = re.search(rf"^\|\s*\[[^\]]*\]\({re.escape(aid)}/[^)]*\)\s*\|.*\|\s*(\d+)\s*min\b([^|]*)\|\s*$",
+                        home_text, re.M)
         out[aid] = {"frame": int(frame.group(1)) if frame else None, "home": int(row.group(1)) if row else None}
+        for where, after in (("frame", frame and opening[frame.end():]), ("home", row and row.group(2))):
+            two = STATED_SITTINGS.search(after) if after else None
+            if two:
+                out[aid][f"{where} sittings"] = [int(two.group(1)), int(two.group(2))]
     return out
 
 
@@ -469,8 +586,19 @@ def times_off(computed: dict[str, Minutes], stated: dict[str, dict]) -> list[str
     """Where a stated time is missing or more than TIME_TOLERANCE away from the computed total, one phrase each."""
     out = []
     for aid, m in computed.items():
-        for where, value in stated.get(aid, {}).items():
-            if value is None:
+        said = stated.get(aid, {})
+        unsaid = [w for w in ("frame", "home") if w in said and f"{w} sittings" not in said]
+        for where in unsaid if len(m.sittings) > 1 else []:
+            out.append(f"{aid}: no stated sittings ({where}): after the total, say "
+                       f"({' + '.join(str(int(5 * round(t / 5))) for t in m.sittings)})")
+        for where, value in said.items():
+            if where.endswith("sittings"):
+                say = " + ".join(str(int(5 * round(t / 5))) for t in m.sittings)
+                if len(value) != len(m.sittings) or any(abs(v - t) > max(TIME_TOLERANCE * t, 5)
+                                                        for v, t in zip(value, m.sittings)):
+                    out.append(f"{aid}: {where} say {' + '.join(map(str, value))} min, computed "
+                               f"{' + '.join(f'{t:.0f}' for t in m.sittings)}: say ({say})")
+            elif value is None:
                 out.append(f"{aid}: no stated time ({where}): say about {m.stated} min")
             elif abs(value - m.total) > TIME_TOLERANCE * m.total:
                 out.append(f"{aid}: {where} says {value} min, computed {m.total:.0f}: say about {m.stated} min")
@@ -481,13 +609,14 @@ def time_table(computed: dict[str, Minutes]) -> str:
     """The minutes as a text table, one module a row, and the course's total."""
     runs = measured()
     rows = [f"{'minutes':<24}{'read':>6}{'run':>6}{'exer.':>6}{'quiz':>6}{'check':>6}{'Run All':>9}{'total':>7}"
-            f"{'say':>5}{'main':>6}   measured Run All (s, load 1/5/15 min before)"]
+            f"{'say':>5}{'main':>6}{'sittings':>12}   measured Run All (s, load 1/5/15 min before)"]
     for aid, m in computed.items():
         run = runs.get(aid) or {}
         seen = (f"{run['seconds']} s, load {'/'.join(str(x) for x in run.get('load_before', []))}, {run.get('date', '')}"
                 if run.get("seconds") is not None else run.get("why", "not measured"))
         rows.append(f"{aid:<24}{m.read:>6.0f}{m.run:>6.0f}{m.exercises:>6.0f}{m.quiz:>6.0f}{m.check:>6.0f}"
-                    f"{(m.run_all_s or 0) / 60:>9.1f}{m.total:>7.0f}{m.stated:>5}{m.main:>6.0f}   {seen}")
+                    f"{(m.run_all_s or 0) / 60:>9.1f}{m.total:>7.0f}{m.stated:>5}{m.main:>6.0f}"
+                    f"{'+'.join(f'{x:.0f}' for x in m.sittings_main) if len(m.sittings) > 1 else '-':>12}   {seen}")
     total = sum(m.total for m in computed.values())
     rows.append(f"{'in all':<24}{sum(m.read for m in computed.values()):>6.0f}{sum(m.run for m in computed.values()):>6.0f}"
                 f"{sum(m.exercises for m in computed.values()):>6.0f}{sum(m.quiz for m in computed.values()):>6.0f}"
@@ -496,7 +625,8 @@ def time_table(computed: dict[str, Minutes]) -> str:
                 f"{int(5 * round(sum(m.stated for m in computed.values()) / 5)):>5}"
                 f"{sum(m.main for m in computed.values()):>6.0f}")
     rows.append("say: the total rounded to 5 min, what a module's *Time* and START-HERE state (within "
-                f"{TIME_TOLERANCE:.0%}); main: without the collapsed Going deeper sections; Run All: its measured wait")
+                f"{TIME_TOLERANCE:.0%}); main: without the collapsed Going deeper sections; Run All: its measured "
+                f"wait; sittings: each sitting's main path (at most {SITTING_MAX})")
     return "\n".join(rows)
 
 

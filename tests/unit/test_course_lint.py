@@ -167,3 +167,70 @@ def test_a_collapsed_heading_cell_that_holds_its_section_is_counted():
         cell.metadata["jp-MarkdownHeadingCollapsed"] = True
     nb = nbformat.from_dict(new_notebook(cells=[shut, new_markdown_cell("Hidden."), open_]))
     assert lint.measure(nb).open_deeper == 1
+
+
+def _sitting(number: int):
+    cell = new_markdown_cell(f"## Sitting {number} starts here\nRun the cell under **Setup**, then carry on.")
+    cell.metadata["streamlab"] = {"sitting": number}
+    return cell
+
+
+def test_a_modules_sittings_add_up_to_its_minutes_and_check_my_work_counts_once():
+    """Each sitting's minutes: the cells from its start to the next sitting's; Check my work in the last only; the
+    measured Run All shared by each sitting's running of cells; a collapsed Going deeper left out of its main path."""
+    deeper = new_markdown_cell("### Going deeper: why")
+    deeper.metadata["jp-MarkdownHeadingCollapsed"] = True
+    nb = nbformat.from_dict(new_notebook(cells=[
+        new_markdown_cell("# Setup"), new_code_cell("spark, bootstrap = streamlab.setup()"),
+        new_markdown_cell("## Lesson\n" + " ".join(["word"] * 300)),  # 302 words (+2 of Setup's)
+        new_code_cell("x = 1\nprint(x)"),                                # 18 s + an output 20 s
+        _sitting(2),                                                     # 13 words
+        _graded("check('ex1')", "ex1_check", 3),                         # 12 min
+        deeper, new_markdown_cell(" ".join(["word"] * 150)),             # 1 min, off the main path
+    ]))
+    assert lint.sitting_starts(nb) == [4] and lint.setup_cells(nb) == [1]
+    (one, one_main), (two, two_main) = lint.sittings(nb, run_all_s=60)
+    assert round(one, 3) == round(304 / 150 + 38 / 60 + 1, 3) and one_main == one    # all of Run All: only it runs
+    assert round(two, 3) == round(167 / 150 + 12 + 2, 3) and round(two_main, 3) == round(17 / 150 + 12 + 2, 3)
+    assert round(one + two, 3) == round(lint.minutes(nb, run_all_s=60).total, 3)
+    assert [round(t, 3) for t, _ in lint.sittings(nbformat.from_dict(new_notebook(cells=nb.cells[:4])), 60)] == \
+        [round(lint.minutes(nbformat.from_dict(new_notebook(cells=nb.cells[:4])), 60).total, 3)]
+
+
+def test_a_sitting_over_80_minutes_of_main_path_fails_the_lint():
+    computed = {"short": lint.Minutes(1, 1, 1, 1, 1, sittings_main=[40, 45]),
+                "long": lint.Minutes(1, 1, 1, 1, 1, sittings_main=[81, 30]),
+                "one": lint.Minutes(1, 1, 1, 1, 1, sittings_main=[90])}
+    off = lint.sittings_off(computed)
+    assert [line.split(":")[0] for line in off] == ["long", "one"] and "sitting 1 is 81 min" in off[0]
+    assert 'start a second sitting' in off[1]
+
+
+def test_stated_sittings_are_held_to_the_computed_ones():
+    computed = {"m": lint.Minutes(read=10, run=20, exercises=40, quiz=8, check=2, sittings=[38, 42])}
+    assert lint.times_off(computed, {"m": {"frame": 80, "frame sittings": [40, 40]}}) == []
+    assert lint.times_off(computed, {"m": {"home sittings": [20, 60]}}) == [
+        "m: home sittings say 20 + 60 min, computed 38 + 42: say (40 + 40)"]
+    assert lint.times_off(computed, {"m": {"frame": 80}}) == [
+        "m: no stated sittings (frame): after the total, say (40 + 40)"]
+
+
+def test_the_stated_total_and_sittings_are_read_from_the_time_line_and_the_map(tmp_path):
+    (tmp_path / "m1").mkdir()
+    frame = new_markdown_cell("# M\n**Why it matters.** x\n\n**Time:** about 115 min, in two sittings (55 + 60): "
+                              "25 reading. **You need:** module 0.")
+    nbformat.write(new_notebook(cells=[frame]), tmp_path / "m1" / "m1.ipynb")
+    nbformat.write(new_notebook(cells=[new_markdown_cell(
+        "| module | must know | time |\n|---|---|---|\n| [01 · M](m1/m1.ipynb) | a (b) | 115 min (55 + 60) |")]),
+        tmp_path / "START-HERE.ipynb")
+    from unittest import mock
+
+    with mock.patch.object(lint, "assignments", lambda source: ["m1"]):
+        assert lint.stated_times(tmp_path) == {"m1": {"frame": 115, "home": 115, "frame sittings": [55, 60],
+                                                      "home sittings": [55, 60]}}
+
+
+def test_no_module_has_a_sitting_over_80_minutes():
+    """Issue 29: a module longer than a sitting is taken in two, each at most SITTING_MAX minutes of main path."""
+    off = lint.sittings_off(lint.course_minutes())
+    assert not off, off

@@ -57,7 +57,7 @@ def test_the_readmes_module_times_are_start_heres():
     import json
     home = json.loads((ROOT / "notebooks" / "START-HERE.ipynb").read_text(encoding="utf-8"))
     home_text = "\n".join("".join(c["source"]) for c in home["cells"] if c["cell_type"] == "markdown")
-    home_times = _times(home_text, r"^\| \[\d\d · [^\]]+\]\(([^/)]+)/[^)]*\) \|.*\| (\d+) min \|$")
+    home_times = _times(home_text, r"^\| \[\d\d · [^\]]+\]\(([^/)]+)/[^)]*\) \|.*\| (\d+) min(?: \(\d+ \+ \d+\))? \|$")
     table = README.split("## Modules", 1)[1].split("\n## ", 1)[0]
     readme_times = _times(table, r"^\| \d+ \| \[`([^`]+)`\]\([^)]*\) \|.*\| (\d+) min \|$")
     assert len(home_times) == 11, f"START-HERE's module map has {len(home_times)} timed modules, not 11"
