@@ -105,17 +105,29 @@ def apply(aid: str, executed: Path, source: Path = SOURCE) -> list[str]:
 def main(executed: Path, run: bool = False, source: Path = SOURCE, cluster: bool = False,
          only: list[str] | None = None) -> int:
     """`python -m grader seen`: run the student notebooks into `executed` first when `run` (module 9 on the lab's
-    cluster too when `cluster`; `only` those ids), then apply every module."""
+    cluster too when `cluster`; `only` those ids, ONCALL the on-call night's page), then apply every module and the
+    on-call night (grader/seen_oncall.py: its acts with a right fix, recorded)."""
+    from . import seen_oncall
+
+    modules = [aid for aid in only if aid != seen_oncall.PAGE] if only else None
+    oncall = not only or seen_oncall.PAGE in only
     if run:
         from .site import execute
 
         executed.mkdir(parents=True, exist_ok=True)
-        execute(executed, only=only, cluster=cluster)
+        if modules is None or modules:
+            execute(executed, only=modules, cluster=cluster)
+        if oncall:
+            seen_oncall.record(executed)
     if not executed.is_dir():
         raise GraderError(f"{executed}: no such folder of executed notebooks (make seen runs them)")
-    for aid in only or assignments(source):
+    for aid in assignments(source) if modules is None else modules:
         names = apply(aid, executed, source)
         if names:
             print(f"{aid}: {len(names)} figure(s): {', '.join(names)}")
+    if oncall:
+        names = seen_oncall.apply(executed, source)
+        if names:
+            print(f"{seen_oncall.PAGE}: {len(names)} figure(s): {', '.join(names)}")
     print("then: .venv/bin/python -m grader release (the student notebooks get the figures and cells)")
     return 0

@@ -114,6 +114,7 @@ class Act:
     number: int
     incident: "incidents.Incident"
     attempts: list = field(default_factory=list)
+    fixes: list = field(default_factory=list)  # (began, graded) monotonic of each graded fix: a recorded run's marks
 
     def __repr__(self) -> str:
         return f"Act({self.number}, {ACTS[self.number].title!r}, {self.incident.elapsed():.0f} s)"
@@ -188,6 +189,7 @@ class Act:
         seconds = round(time.monotonic() - began, 1)
         result = Grade(act=self.number, points=points, of=POINTS, evidence=evidence, seconds=seconds)
         self.attempts.append(result)
+        self.fixes.append((began, time.monotonic()))
         _scores[self.number] = result
         mark = "✓" if points == POINTS else ("~" if points else "✗")
         print(f"{mark} act {self.number}: {points}/{POINTS} after {seconds:.0f} s. {evidence}")

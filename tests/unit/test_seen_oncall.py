@@ -1,0 +1,118 @@
+"""The on-call night's What you should see (grader/seen_oncall.py): each act has a chart from a recorded run under
+its "What you should see", before and after a right fix; the alt text states that run's numbers; `grader seen`
+refuses a run whose fix did not score or whose chart would not show the act's story."""
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+
+import nbformat
+import pytest
+
+from grader import seen_oncall
+from grader.course import PAGE_FIGURES, SOURCE, GraderError
+
+RECORDED = SOURCE / PAGE_FIGURES / seen_oncall.SAMPLES_KEPT
+
+
+def _recorded() -> dict:
+    return json.loads(RECORDED.read_text())
+
+
+def test_each_act_shows_its_recorded_chart_under_what_you_should_see():
+    nb = nbformat.read(SOURCE / f"{seen_oncall.PAGE}.ipynb", as_version=4)
+    ids = [c.get("id") for c in nb.cells]
+    recorded = _recorded()
+    for n, under in seen_oncall.UNDER.items():
+        assert "What you should see" in nb.cells[ids.index(under)].source, f"act {n}: cell {under} moved"
+        below = nb.cells[ids.index(under) + 1]
+        assert below.get("id") == seen_oncall.CELL_ID.format(n), f"act {n}: no recorded chart under it: make seen"
+        story = seen_oncall.Story(recorded[str(n)])
+        assert seen_oncall.check(story) == "", seen_oncall.check(story)
+        # the cell states the recorded run's own numbers: a chart redrawn from other samples needs its cell redone
+        assert below.source == seen_oncall.cell_source(n, seen_oncall.alt(story))
+        png = (SOURCE / PAGE_FIGURES / seen_oncall.FIGURE.format(n)).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_recorded_run_shows_each_act_before_and_after_its_fix():
+    stories = {n: seen_oncall.Story(a) for n, a in _recorded().items()}
+    one, two, three = stories["1"], stories["2"], stories["3"]
+    assert [s["attempts"][-1]["points"] for s in (one, two, three)] == [2, 2, 2]
+    lags = one.series("lag")
+    before = [y for t, y in zip(*lags) if t < one.fixed_at]
+    assert max(before) > one["alert_seconds"] * one["rate"]  # the pager's line was crossed before the fix
+    assert lags[1][-1] <= one["lag_seconds"] * one["rate"]  # and the lag is under the bound at the end
+    capped = [b["rows"] for b in one.batches() if b["t"] < one.fixed_at]
+    assert max(capped) <= 100 and sorted(capped)[len(capped) // 2] >= 90  # the cap (100), batch after batch
+    assert seen_oncall._added(two, "duplicates", two.in_force_at) == 0
+    assert any(at > two.in_force_at for _, at in two["crashes"])
+    late = [b for b in three.batches(planned=True) if b["t"] > three.fixed_at]
+    assert late and all(b["rows"] == b["planned"] for b in late)
+
+
+def test_apply_draws_the_charts_and_puts_each_cell_once(tmp_path):
+    source, executed = tmp_path / "solutions", tmp_path / "executed"
+    source.mkdir()
+    executed.mkdir()
+    shutil.copyfile(SOURCE / f"{seen_oncall.PAGE}.ipynb", source / f"{seen_oncall.PAGE}.ipynb")
+    shutil.copyfile(RECORDED, executed / seen_oncall.SAMPLES)
+    assert seen_oncall.apply(executed, source) == [seen_oncall.FIGURE.format(n) for n in (1, 2, 3)]
+    seen_oncall.apply(executed, source)  # again: the cells are refreshed, not added twice
+    cells = nbformat.read(source / f"{seen_oncall.PAGE}.ipynb", as_version=4).cells
+    before = nbformat.read(SOURCE / f"{seen_oncall.PAGE}.ipynb", as_version=4).cells
+    assert [c.get("id") for c in cells] == [c.get("id") for c in before]
+    for n in (1, 2, 3):
+        assert (source / PAGE_FIGURES / seen_oncall.FIGURE.format(n)).read_bytes()[:4] == b"\x89PNG"
+    assert json.loads((source / PAGE_FIGURES / seen_oncall.SAMPLES_KEPT).read_text()) == _recorded()
+
+
+@pytest.mark.parametrize("spoil, said", [
+    (lambda r: r["1"]["attempts"][-1].update(points=0), "act 1: the right fix scored 0/2"),
+    (lambda r: r["2"]["samples"][-1].update(duplicates=10 ** 6), "act 2: copies were added"),
+    (lambda r: r["2"].update(crashes=[c for c in r["2"]["crashes"] if c[1] < r["2"]["attempts"][-1]["began"]]),
+     "act 2: no crash was recorded after the fix"),
+    (lambda r: r["3"].update(batches={k: {**b, "rows": b["planned"]} for k, b in r["3"]["batches"].items()}),
+     "act 3: no batch was recorded reading fewer rows"),
+    (lambda r: [x.update(earliest=0) for x in r["3"]["samples"] if "earliest" in x],
+     "act 3: the log's earliest offset did not rise"),
+    (lambda r: r.pop("3"), "act 3: not recorded"),
+])
+def test_a_run_that_does_not_show_the_story_is_refused_with_the_fix(tmp_path, spoil, said):
+    source, executed = tmp_path / "solutions", tmp_path / "executed"
+    source.mkdir()
+    executed.mkdir()
+    shutil.copyfile(SOURCE / f"{seen_oncall.PAGE}.ipynb", source / f"{seen_oncall.PAGE}.ipynb")
+    recorded = copy.deepcopy(_recorded())
+    spoil(recorded)
+    (executed / seen_oncall.SAMPLES).write_text(json.dumps(recorded))
+    with pytest.raises(GraderError, match="make seen") as caught:
+        seen_oncall.apply(executed, source)
+    assert said in str(caught.value)
+    assert not (source / PAGE_FIGURES).exists()  # nothing written from a run that does not show it
+
+
+def test_the_recorded_run_fixes_each_cell_and_is_no_learner_answer():
+    page = nbformat.read(SOURCE / f"{seen_oncall.PAGE}.ipynb", as_version=4)
+    tags = {t for c in page.cells for t in c.metadata.get("tags", [])}
+    assert set(seen_oncall.RIGHT_FIXES) <= tags
+    for cell in page.cells:  # the page's fix cells still hold the learner's placeholders
+        if set(cell.metadata.get("tags", [])) & set(seen_oncall.RIGHT_FIXES):
+            assert "..." in cell.source or "change this" in cell.source
+
+
+def test_the_site_draws_each_act_s_chart_on_the_on_call_page(tmp_path):
+    """`make site` copies the pages' figures/ and the page shows each chart as an image (inside its <details>)."""
+    import re
+
+    from grader.course import RELEASE
+    from grader.site import build
+
+    site = build(tmp_path / "site", RELEASE)
+    html = (site.out / f"{seen_oncall.PAGE}.html").read_text(encoding="utf-8")
+    images = set(re.findall(r'<img[^>]*\ssrc="([^"]+)"', html))
+    for n in (1, 2, 3):
+        rel = f"figures/{seen_oncall.FIGURE.format(n)}"
+        assert rel in images, f"{rel} is not drawn on the page"
+        assert (site.out / rel).read_bytes() == (SOURCE / rel).read_bytes(), f"{rel}: not this release's chart"
