@@ -6,7 +6,8 @@ query's progress events from one background thread. It is filed by what it does,
 - `settings`: the knobs a query starts with (cap, trigger, minPartitions, cost) and the producer's rate, in a
   small dataclass that validates every value, from the constructor, `set()`, a slider or a script alike;
 - `controls`: sliders and buttons on those knobs, which act even while another cell runs;
-- `loop`: the producers, the query, restarts on the same checkpoint, and the polling thread;
+- `loop`: the producers, the query, restarts on the same checkpoint, and the polling thread, in a `LiveLoop`
+  the demo holds (`demo.loop`), whose every look is its list of named `steps`;
 - `state`: what the loop and the controls share (the knobs in force, the timeline and marks, the running
   clients, the knobs waiting for a restart), one `DemoState` that each part reads and writes, and nothing of the
   other's besides a few named methods;
@@ -114,7 +115,7 @@ def duration_cap() -> float | None:
     return GRADING_SECONDS if lab_settings.grading else None
 
 
-class LiveDemo(Controls, LiveLoop):
+class LiveDemo(Controls):
     """Producer → Kafka → a Structured Streaming query, with controls, a one-line readout and Spark UI's charts.
 
     `LiveDemo(spark, topic, **options)`: each option belongs to one part of the demo and is checked there, before
@@ -144,7 +145,7 @@ class LiveDemo(Controls, LiveLoop):
         stream, control, run, chart = plans(options, settings)
         self.spark, self.topic = spark, topic
         state_of(self).stream = stream  # the state the loop and the controls share (state.py)
-        self._init_loop(run)
+        self.loop = LiveLoop(self, run)  # producers, query and the polling thread (loop.py)
         self._init_controls(control)
         self.charts, self.lag_lines, self.title, self.panels = chart.charts, chart.lag_lines, chart.title, chart.panels
         self.status, self.show_offsets = chart.status, chart.show_offsets
@@ -238,8 +239,6 @@ class LiveDemo(Controls, LiveLoop):
     def start(self) -> None:
         """Show controls, readout and chart in one box, start producer, query and poller; returns at once (None,
         so that a cell ending in `demo.start()` shows the box only, not a line of text under it)."""
-        from kafka import KafkaConsumer
-
         from streamlab.lab.broker import ensure_broker
         from streamlab.lab.topics import partition_count
 
@@ -252,26 +251,9 @@ class LiveDemo(Controls, LiveLoop):
             steps = [step[0] + 10 for step in self.script] if self.script_in == "seconds" else []
             self.duration = min(self.duration, max([cap, *steps]))
         self._make_widgets()
-        # short client timeouts: the loop must notice a lost broker in seconds, not in kafka-python's 30 s
-        self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
-                                       request_timeout_ms=5_000)
-        # Before its first batch a query starting from "latest" is at the offsets Kafka had when it started.
-        self._position = self._latest() if self.starting_offsets == "latest" else {}
-        self.state.t0, self.state.wall0 = time.monotonic(), time.time()  # the clock starts with the producer
-        self.timeline.append((0.0, self.settings))
-        self.state.producer = self._new_producer()
-        for topic, source in self.sources.items():
-            self.state.producers[topic] = self._source_producer(topic, source)
-        if self.restart_on:  # failures on purpose: the chart shows them, Spark's log need not
-            from streamlab.observe.replay import quiet_query_errors
-
-            self._quiet = quiet_query_errors(self.spark)
-            self._quiet.__enter__()
-        self.state.query = self._start_query()
-        _live.add(self)
+        self.loop.start()
         self._show()
-        self._thread = threading.Thread(target=self._run_poller, name="streamlab-live-demo", daemon=True)
-        self._thread.start()
+        self.loop.follow()
 
     def stop_soon(self) -> None:
         """Ask the demo to end (the poller stops query and producer); returns at once."""
@@ -281,11 +263,12 @@ class LiveDemo(Controls, LiveLoop):
     def stop(self) -> None:
         """End the demo now: stop its query and producer and disable its controls (safe to call twice)."""
         self.stop_soon()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=60)
-        self._finish()
-        if self._thread is not None and self._thread.is_alive():  # the poller was stuck in a client call
-            self._thread.join(timeout=15)
+        thread = self.loop.thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=60)
+        self.loop._finish()
+        if thread is not None and thread.is_alive():  # the poller was stuck in a client call
+            thread.join(timeout=15)
 
     cleanup = stop
 
@@ -295,8 +278,8 @@ class LiveDemo(Controls, LiveLoop):
         The controls act while it waits. ■ (KeyboardInterrupt) stops the demo and says so in one line; a broker
         that stopped answering ends it at once with the line that names the fix."""
         try:
-            while self._thread is not None and self._thread.is_alive():
-                self._thread.join(0.25)  # short joins: ■ is answered at once
+            while self.loop.thread is not None and self.loop.thread.is_alive():
+                self.loop.thread.join(0.25)  # short joins: ■ is answered at once
             self.stop()
             self._freeze()
         except KeyboardInterrupt:
@@ -315,6 +298,27 @@ class LiveDemo(Controls, LiveLoop):
         """start() then wait() in one cell (for scripts: in a notebook the controls act only between cells)."""
         self.start()
         return self.wait()
+
+    # -- the loop's steps a configuration may add to (ControlledDemo, CrashDemo), and what it runs --------------------
+    def _apply_script(self, now: float) -> None:
+        """The script's steps that are due at `now` (the loop asks it at every look)."""
+        self.loop._apply_script(now)
+
+    def _drain(self, timeout: float = 60.0) -> None:
+        """Stop the producers and let the query read what they sent (the loop asks it at the end, with `drain`)."""
+        self.loop._drain(timeout)
+
+    def _new_producer(self):
+        """A new producer on the main topic (the controls make one after adding partitions)."""
+        return self.loop._new_producer()
+
+    def time_left(self, now: float) -> float | None:
+        """Seconds until the demo ends by itself (None before its first batch)."""
+        return self.loop.time_left(now)
+
+    def add_event(self, p: dict, now: float, latest: dict | None = None) -> dict:
+        """Record one progress event (a dict) seen at `now` s; returns its row."""
+        return self.loop.add_event(p, now, latest)
 
     def _freeze(self) -> None:
         # The live box stays for the browser; the PNG is what nbconvert, a saved notebook or no widget manager shows.
@@ -433,4 +437,17 @@ class _QueryHandle:
         return not self._demo.ended  # a monitor made before start() must not stop at once
 
 
+# What the loop runs, under the demo's names: notebooks, checks and module configurations read them on the demo.
+LOOP_NAMES = ("duration", "starting_offsets", "bootstrap", "stop_after_script", "stop_when_caught_up", "sources",
+              "topics", "value_fn", "key_fn", "label", "on_batch", "restart_on", "drain", "checkpoint")
+
+
+def _on_loop(name: str) -> property:
+    """A property of the demo that reads and writes its loop's attribute `name`."""
+    return property(lambda demo: getattr(demo.loop, name), lambda demo, value: setattr(demo.loop, name, value),
+                    doc=f"The demo's `loop.{name}` (see LiveLoop and RunPlan).")
+
+
+for _name in LOOP_NAMES:
+    setattr(LiveDemo, _name, _on_loop(_name))
 add_aliases(LiveDemo)  # demo.timeline, demo._t0, demo._settings, … read and write demo.state

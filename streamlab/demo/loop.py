@@ -124,18 +124,25 @@ class RunPlan:
 
 
 class LiveLoop:
-    """The producers, the query and the polling thread of a `LiveDemo` (a mixin: what it shares with the controls is
-    `self.state`, a `DemoState`; the rest below is its own)."""
+    """The producers, the query and the polling thread of one demo: an object the demo holds (`demo.loop`).
 
-    def _init_loop(self, plan: RunPlan) -> None:
-        """The loop's part of the demo's state: what it runs, what it saw, and the threads' plumbing."""
+    What it shares with the controls is the demo's `state` (a DemoState); the rest below is its own. Of the demo it
+    asks the session and topic, what may move (controls, knobs, knob_values, script_in, charts), the clock (now,
+    settings), and the view: _show_readout, _show_picture, png, _show_last, show_ended, warn, and _play for a
+    script's step. Two steps are the demo's, so that a module's demo can add to them (ControlledDemo, CrashDemo):
+    `_apply_script` at every look and `_drain` at the end; the demo's own versions hand them back to the loop.
+    """
+
+    def __init__(self, demo, plan: RunPlan):
+        """The loop of `demo`, running what `plan` says: what it runs, what it saw, and the threads' plumbing."""
         from streamlab.lab.lifecycle import new_checkpoint
 
+        self.demo = demo
         self.duration, self.starting_offsets, self.bootstrap = plan.duration, plan.starting_offsets, plan.bootstrap
         self.stop_after_script, self.stop_when_caught_up = plan.stop_after_script, plan.stop_when_caught_up
         self.sources = plan.sources
-        self.topics = [self.topic, *(t for t in self.sources if t != self.topic)]
-        self.value_fn, self.key_fn, self.label = plan.value_fn, plan.key_fn, plan.label or self.topic
+        self.topics = [self.demo.topic, *(t for t in self.sources if t != self.demo.topic)]
+        self.value_fn, self.key_fn, self.label = plan.value_fn, plan.key_fn, plan.label or self.demo.topic
         self.on_batch, self.restart_on, self.drain = plan.on_batch, plan.restart_on, plan.drain
         self.checkpoint = new_checkpoint("demo")  # kept after the demo ends; cleanup() deletes it
         # the shared state (what it saw, the clients, the moves, the end) is `self.state`, a DemoState
@@ -143,7 +150,7 @@ class LiveLoop:
         self._run = 0
         self._run_stop = threading.Event()
         self._tasks: dict = {}  # (run, batch id) -> tasks, written by foreachBatch
-        self._consumer = self._thread = None
+        self._consumer = self.thread = None
         self._quiet = None
         self._position: dict = {}
         self._seen = -1
@@ -151,13 +158,55 @@ class LiveLoop:
         self._draw_every = REDRAW_EVERY_S
         self._probed_at, self._misses = 0.0, 0
         self._stop_at_batches: int | None = None
+        self.lag = 0  # the broker-measured total lag at the last look
+        # One look of the poller, step by step: each takes the look's `now`, and one that returns True ends the look
+        # early (the query failed while it looked: the next look restarts it, or ends the demo).
+        self.steps: list[tuple[str, Callable]] = [
+            ("script", lambda now: self.demo._apply_script(now)),  # due script steps (a configuration adds its own)
+            ("collect", lambda now: self._collect(self.state.query)),  # finished batches become rows
+            ("sample", self._look_at_lag),  # the broker's latest offsets: the lag
+            ("readout", lambda now: self.demo._show_readout(now)),
+            ("picture", self._redraw),  # the chart, at most once a second (never where nobody watches)
+        ]
+
+    @property
+    def state(self):
+        """The demo's DemoState, shared with the controls."""
+        return self.demo.state
+
+    def start(self) -> None:
+        """Start the clock, the producers and the query (the demo shows its box next, then calls follow())."""
+        from kafka import KafkaConsumer
+
+        # short client timeouts: the loop must notice a lost broker in seconds, not in kafka-python's 30 s
+        self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, enable_auto_commit=False,
+                                       request_timeout_ms=5_000)
+        # Before its first batch a query starting from "latest" is at the offsets Kafka had when it started.
+        self._position = self._latest() if self.starting_offsets == "latest" else {}
+        self.state.t0, self.state.wall0 = time.monotonic(), time.time()  # the clock starts with the producer
+        self.state.timeline.append((0.0, self.demo.settings))
+        self.state.producer = self._new_producer()
+        for topic, source in self.sources.items():
+            self.state.producers[topic] = self._source_producer(topic, source)
+        if self.restart_on:  # failures on purpose: the chart shows them, Spark's log need not
+            from streamlab.observe.replay import quiet_query_errors
+
+            self._quiet = quiet_query_errors(self.demo.spark)
+            self._quiet.__enter__()
+        self.state.query = self._start_query()
+        _live.add(self.demo)
+
+    def follow(self) -> None:
+        """Start the polling thread, which runs the looks until the demo ends, then stops everything."""
+        self.thread = threading.Thread(target=self._run_poller, name="streamlab-live-demo", daemon=True)
+        self.thread.start()
 
     def _new_producer(self):
         from streamlab.lab.producer import BackgroundProducer
 
         # With a partitions control, write round-robin to every partition so each has records in every batch.
-        parts = range(self.state.stream["partitions"]) if "partitions" in self.controls else None
-        return BackgroundProducer(self.topic, rate=self.state.stream["rate"], partitions=parts, key_fn=self.key_fn,
+        parts = range(self.state.stream["partitions"]) if "partitions" in self.demo.controls else None
+        return BackgroundProducer(self.demo.topic, rate=self.state.stream["rate"], partitions=parts, key_fn=self.key_fn,
                                   value_fn=self.value_fn, bootstrap=self.bootstrap).start()
 
     def _source_producer(self, topic: str, source):
@@ -168,7 +217,7 @@ class LiveLoop:
 
     def _start_query(self):
         s = self.state.stream
-        reader = (self.spark.readStream.format("kafka")
+        reader = (self.demo.spark.readStream.format("kafka")
                   .option("kafka.bootstrap.servers", self.bootstrap)
                   .option("subscribe", ",".join(self.topics))
                   .option("startingOffsets", self.starting_offsets))
@@ -181,7 +230,7 @@ class LiveLoop:
             if s["max_delay_seconds"]:
                 reader = reader.option("maxTriggerDelay", f"{int(round(s['max_delay_seconds'] * 1000))}ms")
         cost_s, stop, run, tasks = s["cost_ms"] / 1000, self._run_stop, self._run, self._tasks
-        count_tasks, on_batch = "tasks" in self.charts, self.on_batch
+        count_tasks, on_batch = "tasks" in self.demo.charts, self.on_batch
 
         def process(batch_df, batch_id):
             if count_tasks:
@@ -211,7 +260,7 @@ class LiveLoop:
             while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
                 if time.monotonic() - shown >= 0.25:
                     self._collect(query)
-                    self._show_readout(self.now())
+                    self.demo._show_readout(self.demo.now())
                     shown = time.monotonic()
                 time.sleep(0.02)
             self._collect(query)  # the last batches of this run
@@ -227,14 +276,15 @@ class LiveLoop:
         if not knobs:
             return
         try:
-            self._show_readout(self.now())
+            self.demo._show_readout(self.demo.now())
             prompt = by_person and self._never_idle()
             self._stop_query(idle_wait=RESTART_IDLE_WAIT_S if prompt else STOP_IDLE_WAIT_S)
-            before = self.settings
+            before = self.demo.settings
             for key, value in wanted.items():
                 self.state.stream[key] = value  # checked by set()
             changed = [_knob_text(k, self.state.stream[k]) for k in wanted if self.state.stream[k] != before[k]]
-            changed += [f"{self.knobs[k].label} {self.knob_values[k]}" for k in dict.fromkeys(knobs) if k in self.knobs]
+            own = self.demo.knobs
+            changed += [f"{own[k].label} {self.demo.knob_values[k]}" for k in dict.fromkeys(knobs) if k in own]
             self._relaunch("restart: " + (", ".join(changed) or "same settings"))
         finally:
             self.state.restarting = {}
@@ -253,10 +303,10 @@ class LiveLoop:
         self._run += 1
         self._run_stop = threading.Event()
         self._seen = -1
-        at = self.now()  # before start(): the new query may plan its first batch before start() returns
+        at = self.demo.now()  # before start(): the new query may plan its first batch before start() returns
         self.state.query = self._start_query()
         self.state.restarts.append((at, label))
-        self.state.timeline.append((at, self.settings))
+        self.state.timeline.append((at, self.demo.settings))
 
     def _restart_after(self, query, exc) -> bool:
         """Restart a query that failed with one of `restart_on` in its error on the same checkpoint (True), else
@@ -288,7 +338,7 @@ class LiveLoop:
             self._collect(query)
             latest = self._latest()
             if all(self._position.get(k, 0) >= v for k, v in latest.items() if v):
-                self._sample(self.now())  # the readout's last lag: 0
+                self._sample(self.demo.now())  # the readout's last lag: 0
                 return
             time.sleep(0.3)
 
@@ -316,7 +366,7 @@ class LiveLoop:
         return round(stamp - self.state.wall0, 2)
 
     def _collect(self, query) -> None:
-        now = self.now()
+        now = self.demo.now()
         # recentProgress costs a JVM round trip per event Spark keeps (up to 100), twice a second: lastProgress
         # is one, and enough unless more than one batch ended since the last look
         last = _lag._as_dict(query.lastProgress)
@@ -336,7 +386,7 @@ class LiveLoop:
         source = sources[0]
         starts, ends = _lag._offsets(source.get("startOffset")), _lag._offsets(source.get("endOffset"))
         if len(self.topics) == 1:
-            start, end = starts.get(self.topic, {}), ends.get(self.topic)
+            start, end = starts.get(self.demo.topic, {}), ends.get(self.demo.topic)
         else:
             start = {self._key(t, k): v for t in self.topics for k, v in starts.get(t, {}).items()}
             end = {self._key(t, k): v for t in self.topics for k, v in ends.get(t, {}).items()} or None
@@ -370,11 +420,12 @@ class LiveLoop:
         if self.state.live_from is None:
             return
         state = self.state
-        clock = len([b for b in state.history if b["rows"]]) if self.script_in == "batches" else now - state.live_from
+        by_batches = self.demo.script_in == "batches"
+        clock = len([b for b in state.history if b["rows"]]) if by_batches else now - state.live_from
         while self.state.pending_script and self.state.pending_script[0][0] <= clock:
             step = self.state.pending_script.pop(0)
             self.state.applied.append((round(now, 2), step))
-            self._play(step, now)  # the controls move the knob, as a person's move would (controls.py)
+            self.demo._play(step, now)  # the controls move the knob, as a person's move would (controls.py)
             if not self.state.pending_script and self.stop_after_script is not None:
                 self._stop_at_batches = len(self.state.history) + self.stop_after_script
 
@@ -428,7 +479,7 @@ class LiveLoop:
             lost = self._broker_lost()
             if lost is not None:
                 self.state.error = self.state.lost = lost
-                self.warn(lost)
+                self.demo.warn(lost)
                 break
             if self.state.pending_restart:
                 self._restart()
@@ -441,30 +492,34 @@ class LiveLoop:
                     from streamlab.errors import first_line
 
                     self.state.error = first_line(exc, limit=300)
-                    self.warn(f"the query failed: {self.state.error}")
+                    self.demo.warn(f"the query failed: {self.state.error}")
                 elif not self.state.done.is_set():  # stopped by someone else: say who, if it was the broker watch
                     self._probed_at, self._misses = 0.0, BROKER_MISSES - 1
                     lost = self._broker_lost()
                     if lost is not None:
                         self.state.error = self.state.lost = lost
-                        self.warn(lost)
+                        self.demo.warn(lost)
                 break
-            now = self.now()
-            self._apply_script(now)
-            self._collect(query)
-            lag = self._sample(now)
-            if not self.state.query.isActive:
-                continue  # failed while we looked: restart it (or end) before the next poll
-            self._show_readout(now)
-            if time.monotonic() - self._last_draw >= self._draw_every and not nobody_watches():
-                began = time.monotonic()
-                self._show_picture(self.png())
-                self._last_draw = time.monotonic()
-                self._draw_every = redraw_interval(self._last_draw - began)
-            if self._over(now, lag):
+            now = self.demo.now()
+            if any(step(now) for _name, step in self.steps):
+                continue  # the query failed while we looked: restart it (or end) before the next look
+            if self._over(now, self.lag):
                 break
             self.state.wake.wait(0.5)
             self.state.wake.clear()
+
+    def _look_at_lag(self, now: float) -> bool:
+        """The "sample" step: the lag now; True when the query failed meanwhile."""
+        self.lag = self._sample(now)
+        return not self.state.query.isActive
+
+    def _redraw(self, now: float) -> None:
+        """The "picture" step: redraw the chart when it is due, backing off when drawing is slow."""
+        if time.monotonic() - self._last_draw >= self._draw_every and not nobody_watches():
+            began = time.monotonic()
+            self.demo._show_picture(self.demo.png())
+            self._last_draw = time.monotonic()
+            self._draw_every = redraw_interval(self._last_draw - began)
 
     def _run_poller(self) -> None:
         try:
@@ -475,7 +530,7 @@ class LiveLoop:
             self._probed_at, self._misses = 0.0, BROKER_MISSES - 1
             self.state.error = self._broker_lost() or first_line(exc, limit=300)
             error = self.state.error
-            self.warn(error if error.startswith("The Kafka broker") else f"the demo stopped: {error}")
+            self.demo.warn(error if error.startswith("The Kafka broker") else f"the demo stopped: {error}")
         finally:
             self._finish()
 
@@ -485,20 +540,20 @@ class LiveLoop:
                 return
             self.state.ended = True
         self.state.done.set()
-        self.show_ended()  # first, so that nothing is moved while the demo stops
+        self.demo.show_ended()  # first, so that nothing is moved while the demo stops
         if self.state.lost is not None:
             # Stopping a query, a producer and a consumer of a lost broker can take each their client's timeout:
             # the learner has the line already, so stop them in the background and let wait() return now.
             threading.Thread(target=self._stop_everything, name="streamlab-demo-stop", daemon=True).start()
         else:
             self._stop_everything()
-        self._show_last()
+        self.demo._show_last()
 
     def _stop_everything(self) -> None:
         """Stop the query (after the drain, if asked), the producers and the consumer; never raises."""
         if self.drain and self.state.error is None:
             try:
-                self._drain()
+                self.demo._drain()  # the demo's step: a configuration may add to it (CrashDemo)
             except Exception:  # noqa: BLE001
                 pass  # the broker or the session is gone: stop what is left
         try:
@@ -520,5 +575,5 @@ class LiveLoop:
             except Exception:  # noqa: BLE001
                 pass
             self._consumer = None
-        _live.discard(self)
+        _live.discard(self.demo)
 

@@ -43,7 +43,7 @@ def _started(d: LiveDemo, monkeypatch, partitions: int) -> LiveDemo:
     d._make_widgets()
     d._query = FakeQuery()
     made = []
-    monkeypatch.setattr(d, "_start_query", lambda: made.append(FakeQuery()) or made[-1])
+    monkeypatch.setattr(d.loop, "_start_query", lambda: made.append(FakeQuery()) or made[-1])
     d.started_queries = made
     return d
 
@@ -62,7 +62,7 @@ def test_a_cap_move_restarts_on_the_same_checkpoint_with_a_marker_and_keeps_hist
     demo.add_event(event(1, {0: 350, 1: 350}, {0: 600, 1: 600}, rows=500), 2.0, latest={0: 600, 1: 600})
     demo._sliders["cap"].value = 2000  # as the browser would
     assert demo.settings["cap"] == 500, "the cap in force changes only when the query restarts"
-    demo._restart()
+    demo.loop._restart()
     assert demo.started_queries and demo.checkpoint == checkpoint
     assert demo.settings["cap"] == 2000 and demo.values["cap"] == 2000 and demo.max_offsets == 2000
     assert len(demo.restarts) == 1 and "cap 2,000" in demo.restarts[0][1]
@@ -82,13 +82,13 @@ def test_a_trigger_move_and_the_rate_are_values_in_force(demo):
     demo._sliders["rate"].value = 900
     assert demo.settings["rate"] == 900, "the producer rate changes at once"
     assert demo.settings["trigger_seconds"] == 1.0
-    demo._restart()
+    demo.loop._restart()
     assert demo.settings["trigger_seconds"] == 2.5 and "trigger 2.5 s" in demo.restarts[0][1]
 
 
 def test_after_the_end_controls_are_disabled_and_nothing_acts(demo):
     query = demo._query
-    demo._finish()
+    demo.loop._finish()
     assert demo.ended and query.stopped
     assert all(w.disabled for w in [*demo._sliders.values(), *demo._buttons])
     demo.set("cap", 42)
@@ -112,14 +112,14 @@ def test_stop_when_caught_up_follows_the_cap_in_force(demo):
     demo.stop_when_caught_up = "cap"
     demo.add_event(event(0, {0: 100}, {0: 100}), 1.0, latest={0: 100})
     demo.applied.append((1.0, (1, 50)))
-    assert demo._over(5.0, 400) and not demo._over(5.0, 900)
+    assert demo.loop._over(5.0, 400) and not demo.loop._over(5.0, 900)
 
 
 def test_the_chart_renders_headless_with_every_panel(demo):
     demo.add_event(event(0, {0: 100, 1: 100}, {0: 300, 1: 300}), 1.0, latest={0: 300, 1: 300})
     demo.samples += [{"t": 1.0, "lag": 400, "partitions": {0: 200, 1: 200}}]
     demo.set("cap", 800)
-    demo._restart()
+    demo.loop._restart()
     fig = demo.figure()
     assert len(fig.axes) == 4
     restart_lines = [line for ax in fig.axes for line in ax.get_lines() if line.get_linestyle() == "--"
@@ -141,11 +141,11 @@ def test_the_readout_is_one_line_the_browser_test_reads(demo):
 def test_plus_30_s_extends_a_running_demo_only(demo):
     demo.duration = 60
     demo.add_event(event(0, {0: 100}, {0: 100}), 2.0, latest={0: 100})
-    assert demo.time_left(32.0) == 30 and not demo._over(32.0, 0)
-    assert demo._over(62.0, 0)
+    assert demo.time_left(32.0) == 30 and not demo.loop._over(32.0, 0)
+    assert demo.loop._over(62.0, 0)
     demo.extend(30)
-    assert demo.time_left(62.0) == 30 and not demo._over(62.0, 0)
-    demo._finish()
+    assert demo.time_left(62.0) == 30 and not demo.loop._over(62.0, 0)
+    demo.loop._finish()
     demo.extend(30)
     assert demo.time_left(62.0) == 30, "an ended demo is not extended"
 
@@ -176,7 +176,7 @@ def test_each_source_has_its_rate_slider_and_knobs_of_its_own_apply_at_once(exte
     assert d.moved == [30] and d.knob_values["share"] == 30 and not d._pending_restart
     d._sliders["point"].value = "y"
     assert d.moved == [30, "y"] and d._pending_restart == ["point"]
-    d._restart()
+    d.loop._restart()
     assert d.started_queries and "point y" in d.restarts[-1][1]
     with pytest.raises(ValueError):
         d.set("nothing", 1)
@@ -196,7 +196,7 @@ def test_several_topics_are_positioned_and_lagged_per_topic_and_partition(extend
     event = fake_progress(0, {0: 10}, {0: 10}, topic="a")
     event["sources"][0]["endOffset"]["b"] = {"0": 4}
     row = d.add_event(event, 1.0, latest={"ays:0": 10, "bees:0": 9})
-    assert d._position == {"ays:0": 10, "bees:0": 4} and row["lag"] == 5
+    assert d.loop._position == {"ays:0": 10, "bees:0": 4} and row["lag"] == 5
     d.samples.append({"t": 1.0, "lag": 5, "partitions": {"ays:0": 0, "bees:0": 5}})
     line = d.readout(1.0)
     assert "bees:0 5" in line and "producer 150 rec/s" in line and "all fine" in line
@@ -205,10 +205,10 @@ def test_several_topics_are_positioned_and_lagged_per_topic_and_partition(extend
 def test_an_injected_failure_restarts_on_the_same_checkpoint_with_a_marker(extended):
     d = extended
     failed = d._query
-    assert d._restart_after(failed, RuntimeError("Job aborted\nInjected: on purpose: after write, batch 3\n"))
-    assert d._query is d.started_queries[-1] and d._run == 1
+    assert d.loop._restart_after(failed, RuntimeError("Job aborted\nInjected: on purpose: after write, batch 3\n"))
+    assert d._query is d.started_queries[-1] and d.loop._run == 1
     assert d.restarts[-1][1] == "crash: after write"
-    assert not d._restart_after(d._query, RuntimeError("a real bug")), "other failures end the demo"
+    assert not d.loop._restart_after(d._query, RuntimeError("a real bug")), "other failures end the demo"
 
 
 def test_a_panel_of_its_own_is_drawn_under_spark_uis_on_the_same_axis(extended):
@@ -301,7 +301,7 @@ def test_a_person_s_move_cancels_the_script_s_moves_of_that_knob_only(demo):
 
 def test_after_the_end_every_slider_shows_the_value_in_force(demo):
     demo._sliders["cap"].value = 3000  # moved, but the demo ends before the restart applies it
-    demo._finish()
+    demo.loop._finish()
     assert demo._sliders["cap"].value == 500 and demo._sliders["cap"].disabled
     demo._sliders["rate"].value = 4000  # a message that arrives after the end
     assert demo._sliders["rate"].value == 300 and demo.settings["rate"] == 300
@@ -377,7 +377,7 @@ def test_interrupting_wait_stops_the_demo_with_one_line(demo, monkeypatch):
             if not demo._done.is_set():
                 raise KeyboardInterrupt
 
-    demo._thread = Stuck()
+    demo.loop.thread = Stuck()
     with pytest.raises(LabError, match="interrupted and stopped") as stopped:
         demo.wait()
     assert "\n" not in str(stopped.value) and demo._done.is_set() and "■" in demo.alert_text
@@ -390,10 +390,10 @@ def test_a_lost_broker_ends_the_demo_with_one_line_in_its_alert_and_wait_raises_
     monkeypatch.setattr(broker, "probe", lambda bootstrap, timeout=2.0: "closed")
     demo.bootstrap = "127.0.0.1:1"
     demo._query.isActive = False  # the lab's BrokerWatch stopped the query
-    demo._collect = lambda query: None
-    demo._poll()  # returns at once: the query is gone and the broker does not answer
+    demo.loop._collect = lambda query: None
+    demo.loop._poll()  # returns at once: the query is gone and the broker does not answer
     assert demo.lost and "stopped answering" in demo.alert_text and "broker start" in demo.alert_text
-    demo._finish()
+    demo.loop._finish()
     with pytest.raises(LabError, match="stopped answering") as raised:
         demo.wait()
     assert "\n" not in str(raised.value)
@@ -410,7 +410,7 @@ def test_the_floor_and_its_delay_are_knobs_that_restart_the_query_and_a_floor_ov
     d._sliders["max_delay"].value = 6_000  # the browser's milliseconds
     d._sliders["min_offsets"].value = 800
     assert d._wanted == {"max_delay_seconds": 6.0, "min_offsets": 800}
-    d._restart()
+    d.loop._restart()
     assert d.settings["min_offsets"] == 800 and d.settings["max_delay_seconds"] == 6.0 and d.started_queries
     with pytest.raises(KnobError, match="above maxOffsetsPerTrigger 1,000"):
         d.set("min_offsets", 1_200)  # Spark would refuse it at load(): refused before the restart
@@ -456,12 +456,12 @@ def test_the_poller_collects_every_batch_that_ended_between_two_looks(demo):
     def at(batch):
         return event(batch, {0: 100 * batch, 1: 100 * batch}, {0: 100 * batch, 1: 100 * batch})
 
-    demo._latest = lambda: {}
+    demo.loop._latest = lambda: {}
     query = FakeQuery([at(0)])
-    demo._collect(query)
+    demo.loop._collect(query)
     query.recentProgress += [at(1), at(2), at(3)]
-    demo._collect(query)
-    demo._collect(query)  # nothing new: nothing added twice
+    demo.loop._collect(query)
+    demo.loop._collect(query)  # nothing new: nothing added twice
     assert [e["batchId"] for e in demo.events] == [0, 1, 2, 3]
 
 
@@ -475,9 +475,9 @@ def test_the_chart_backs_off_when_drawing_is_slow(demo, monkeypatch):
     assert loop.redraw_interval(5.0) == loop.REDRAW_AT_MOST_S, "a slow first draw (matplotlib's import) is no rule"
     monkeypatch.delenv("STREAMLAB_GRADING", raising=False)
     monkeypatch.setattr(demo, "png", lambda: time.sleep(0.5) or b"png")
-    monkeypatch.setattr(demo, "_collect", lambda query: None)
-    monkeypatch.setattr(demo, "_sample", lambda now: 0)
-    monkeypatch.setattr(demo, "_over", lambda now, lag: True)  # one pass of the loop
-    demo._poll()
+    monkeypatch.setattr(demo.loop, "_collect", lambda query: None)
+    monkeypatch.setattr(demo.loop, "_sample", lambda now: 0)
+    monkeypatch.setattr(demo.loop, "_over", lambda now, lag: True)  # one pass of the loop
+    demo.loop._poll()
     assert demo._image.value == b"png"
-    assert demo._draw_every >= min(0.5 / loop.DRAW_SHARE, loop.REDRAW_AT_MOST_S), "a slow draw did not space out"
+    assert demo.loop._draw_every >= min(0.5 / loop.DRAW_SHARE, loop.REDRAW_AT_MOST_S), "a slow draw did not space out"

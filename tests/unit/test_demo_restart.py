@@ -58,7 +58,7 @@ def started(clock, busy=True, batch_ms=2000, **options) -> LiveDemo:
     d.history.append({"batch": 0, "run": 0, "duration_ms": batch_ms, "rows": 4000})
     d._query = BusyQuery(busy)
     d.started = []
-    d._start_query = lambda: d.started.append(BusyQuery(busy)) or d.started[-1]
+    d.loop._start_query = lambda: d.started.append(BusyQuery(busy)) or d.started[-1]
     clock.demo = d
     return d
 
@@ -75,7 +75,7 @@ def test_a_trigger_typed_while_batches_outlast_the_trigger_is_applied_within_the
     demo._show_readout = lambda now, ended=None: shows.append(clock.now) or show(now, ended)
     demo._sliders["trigger"].value = 4000  # typed into the slider, as a learner does
     assert demo.settings["trigger_seconds"] == 0.5, "in force only once the query restarts"
-    demo._restart()
+    demo.loop._restart()
     assert old.stopped, "the busy query was stopped without an idle moment"
     assert demo.started and demo.settings["trigger_seconds"] == 4.0
     assert demo.restarts[-1][1] == "restart: trigger 4 s"
@@ -95,7 +95,7 @@ def test_a_trigger_typed_while_batches_outlast_the_trigger_is_applied_within_the
 def test_between_batches_at_once_within_the_trigger_let_finish_and_a_script_s_move_or_the_end_waits_longer(clock):
     demo = started(clock, busy=False)
     demo._sliders["cap"].value = 800
-    demo._restart()
+    demo.loop._restart()
     assert clock.now == 0 and demo.settings["cap"] == 800
     # batches that fit in the trigger (module 05's rate controller): the restart lets the running one finish
     fits = started(clock, batch_ms=300)
@@ -109,7 +109,7 @@ def test_between_batches_at_once_within_the_trigger_let_finish_and_a_script_s_mo
 
     clock.sleep = sleep
     fits._sliders["cap"].value = 800
-    fits._restart()
+    fits.loop._restart()
     assert ends_at <= clock.now <= ends_at + 0.05 and query.stopped, \
         f"a batch within the trigger was cut at {clock.now:.2f} s instead of let finish at {ends_at} s"
     # the same move by a script or a controller (module 05's Exercise 4): the query works on, up to the long wait
@@ -118,11 +118,11 @@ def test_between_batches_at_once_within_the_trigger_let_finish_and_a_script_s_mo
     scripted._auto = True
     scripted.set("cap", 2000)
     scripted._auto = False
-    scripted._restart()
+    scripted.loop._restart()
     assert clock.now >= loop.STOP_IDLE_WAIT_S - 0.05 and scripted.settings["cap"] == 2000
     busy = started(clock)
     clock.now, clock.sleep = 0.0, lambda seconds: setattr(clock, "now", clock.now + seconds)
-    busy._stop_query()  # the demo's end: its last batch may write a sink, so it gets the longer wait
+    busy.loop._stop_query()  # the demo's end: its last batch may write a sink, so it gets the longer wait
     assert clock.now >= loop.STOP_IDLE_WAIT_S - 0.05 and busy._query.stopped
 
 
