@@ -60,6 +60,24 @@ CHEATS: dict[str, dict[str, dict[str, str]]] = {
             "ex4_answer": "ex4_write = given_write\n",
         },
     },
+    # Module 9's Exercise 6 is judged on the grader's own live runs, at its test cell, where the audit swaps the
+    # answer: its `memorized` kind is the constant (what the answer returned first, whatever it is given), and
+    # earns 0. Graded whole, the likeliest wrong rule, silence taken for a stall, which names all four live runs
+    # right, earns 0 too (the idle run read 9 s after its last event catches it), and every other exercise full
+    # marks. A separate constant notebook is not graded: it would be one more module-9 grading (about 60 s) for
+    # what the audit proves.
+    "09-cluster-failures": {
+        "wrong": {
+            "ex6_answer": ("from streamlab.observe.lag import total_lag\n\n\n"
+                           "def diagnose(progress, status, silent_s):\n"
+                           "    last = progress[-1]\n"
+                           "    if silent_s > 2:\n"
+                           "        return 'stuck batch'\n"
+                           "    if total_lag(last) > 0:\n"
+                           "        return 'capped'\n"
+                           "    return 'idle' if last['numInputRows'] == 0 else 'slow sink'\n"),
+        },
+    },
     "10-lakehouse": {
         "constant": {  # the right types on the stream, one made-up event in every row
             "ex1_answer": ("def to_silver(bronze_df):\n"

@@ -65,3 +65,29 @@ def ex5_leader_kill(ex5_run, on_cluster: bool) -> None:
     else:
         hint = "a retried send was written twice: let the broker drop a producer's repeated batch"
     expect(ex5_run["survived"], "ex5_leader_kill", "every record acknowledged, none lost, none twice", found, hint)
+
+
+# What each cause's run leaves for a learner to read, said when a run is named wrong (never the rule's thresholds).
+EX6_LOOK = {"capped": "compare each event's latestOffset with its endOffset (module 3's lag), and numInputRows",
+            "slow sink": "which part of durationMs fills triggerExecution? An idle event has no addBatch",
+            "stuck batch": "silent_s against how long the recent batches took, and status['isTriggerActive']",
+            "idle": "numInputRows and the status: an idle query is silent too, with no trigger active"}
+
+
+def ex6_diagnose(spark, diagnose) -> dict:
+    """Check diagnose on a fresh real run of each cause (streamlab.observe.stalls); returns the runs, {cause: run}."""
+    from streamlab.course.checks import notebook
+    from streamlab.observe import stalls
+
+    fn = _answer(diagnose)
+    if fn is None:  # no runs for an unwritten answer: they take half a minute
+        expect(False, "ex6_diagnose", "a written diagnose", "`...` still in diagnose",
+               "fill in the ... of diagnose, then run this cell again")
+        return {}
+    # While grading, the runs are made once for the notebook judged (the grader's link to its kernel), so the
+    # audit's other answers read the same runs; in the lab, each check makes fresh ones.
+    made = stalls.runs(spark, keep_for=getattr(notebook(), "remote", None))
+    for cause, run in made.items():
+        got = attempt(fn, run["progress"], run["status"], run["silent_s"])
+        expect(got == cause, f"ex6_{cause.replace(' ', '_')}_run", cause, repr(got), EX6_LOOK[cause])
+    return made
