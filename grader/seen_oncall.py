@@ -416,6 +416,7 @@ def draw(story: Story) -> bytes:
         ax.bar([b["t"] for b in bs], [b["planned"] for b in bs], width=1.6, color="#bbbbbb",
                label="offsets the batch planned")
         ax.bar([b["t"] for b in bs], [b["rows"] for b in bs], width=1.0, color=PALETTE[0], label="rows it read")
+        ax.set_ylim(0, 1.45 * max([b["planned"] for b in bs] or [1]))  # the legend in two rows above the bars
         ax.set_ylabel("records")
         ax.set_title("Each batch: offsets planned against rows read (trigger: 3 s)", loc="left")
         ax = axes[1]
@@ -435,7 +436,7 @@ def draw(story: Story) -> bytes:
         ax.yaxis.label.set_fontsize(11)
         ax.tick_params(labelsize=10)
         where = {1: "upper right", 2: "lower right"}.get(n, "upper left" if i == 0 else "lower right")  # clear of lines
-        ax.legend(fontsize=10, loc=where, framealpha=0.9)
+        ax.legend(fontsize=10, loc=where, framealpha=0.9, ncol=2 if (n, i) == (3, 0) else 1)
         ax.grid(axis="y", color="#eeeeee")
     axes[0].annotate("before", (fix, 0.5), xycoords=("data", "axes fraction"), xytext=(-8, 0),
                      textcoords="offset points", ha="right", fontsize=10.5, color="#333333")
