@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     seen.add_argument("--run", action="store_true", help="first run every student notebook into the --executed DIR")
     seen.add_argument("--cluster", action="store_true", help="with --run, module 9 too: its setup starts the lab's "
                                                              "cluster (3 brokers, Spark standalone), stopped after it")
-    seen.add_argument("--only", nargs="+", metavar="ID", help="these modules only (e.g. 09-cluster-failures)")
+    seen.add_argument("--only", nargs="+", metavar="ID", help="these modules only (e.g. 09-cluster-failures, or ONCALL)")
     rev = sub.add_parser("revision", help="revision aids: module 8's tables as a printable cheat sheet (HTML, PDF) "
                                           "and code-only copies of the notebooks")
     rev.add_argument("--out", type=Path, help="folder (default .streamlab/revision/)")
