@@ -13,15 +13,13 @@ condition shows, takes those three readings and stops everything it started:
 - "idle": nothing new to read. Healthy: the events read 0 rows and nothing waits.
 
 Nothing here pauses or stops a broker (the lab's broker may be a workshop's, shared). Each run takes 4-12 s.
-`runs(spark)` makes one run of each. The grader keeps them for the notebook it judges, so its audit, which judges
-the same check again with other answers, reads the same fresh runs; the next notebook gets its own.
+`runs(spark)` makes one run of each, for module 9's check (streamlab.course.exercises.m09.ex6_diagnose).
 """
 from __future__ import annotations
 
 import json
 import threading
 import time
-import weakref
 from datetime import datetime
 
 CAUSES = ("capped", "slow sink", "stuck batch", "idle")
@@ -35,7 +33,6 @@ TIMEOUT_S = 25.0  # a run that shows nothing of its condition by then fails with
 IDLE_EVERY = "1000"  # ms between an idle query's progress events in the idle run (Spark's default is 10 s)
 _NO_DATA = "spark.sql.streaming.noDataProgressEventInterval"
 
-_kept: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # runs(keep_for=...): {owner: {cause: run}}
 
 
 def ended_at(event: dict) -> float:
@@ -63,15 +60,9 @@ def run(spark, cause: str, timeout: float = TIMEOUT_S) -> dict:
     return _Run(spark, cause, timeout).go()
 
 
-def runs(spark, keep_for=None) -> dict:
-    """{cause: run(spark, cause)} for every cause, made now; with `keep_for` (the grader's judge of one notebook),
-    made once while that object lives, so its checks judged again (the audit) read the same runs."""
-    kept = _kept.get(keep_for) if keep_for is not None else None
-    if kept is None:
-        kept = {cause: run(spark, cause) for cause in ORDER}
-        if keep_for is not None:
-            _kept[keep_for] = kept
-    return {cause: _copy(r) for cause, r in kept.items()}
+def runs(spark) -> dict:
+    """{cause: run(spark, cause)} for every cause, made now (about 30 s)."""
+    return {cause: run(spark, cause) for cause in ORDER}
 
 
 def stalled_query(spark) -> dict:
@@ -97,12 +88,6 @@ def table(run_: dict):
     return frame.style.hide(axis="index").set_caption(
         f"status: {status.get('message')!r}, isTriggerActive={status.get('isTriggerActive')}, "
         f"isDataAvailable={status.get('isDataAvailable')}; last event {run_['silent_s']} s ago")
-
-
-def _copy(value):
-    import copy
-
-    return copy.deepcopy(value)
 
 
 class _Run:

@@ -119,35 +119,50 @@ def test_a_cause_that_is_not_one_of_the_four_is_refused_in_one_line():
     assert "\n" not in str(refused.value) and "capped" in str(refused.value)
 
 
-def test_runs_kept_for_a_judged_notebook_are_made_once_and_handed_out_as_copies(monkeypatch):
+def test_the_checks_runs_are_made_in_the_notebooks_kernel_and_kept_for_the_notebook_judged(monkeypatch):
+    from streamlab.course import checks
+
     made = []
-    monkeypatch.setattr(stalls, "run", lambda spark, cause: made.append(cause) or {"cause": cause, "progress": []})
 
-    class Judged:
-        """Stands in for the grader's link to one notebook's kernel."""
+    class Kernel:
+        """Stands in for the notebook's kernel: checks.notebook(), in the lab or (with `remote`) while grading."""
 
-    one, other = Judged(), Judged()
-    first = stalls.runs(None, keep_for=one)
+        def __init__(self, remote=None):
+            if remote is not None:
+                self.remote = remote
+
+        def ref(self, name):
+            return f"the kernel's {name}"
+
+        def call(self, name, *args):
+            made.append((name, args))
+            return {cause: {"progress": [], "cause": cause} for cause in stalls.ORDER}
+
+    class Link:
+        """The grader's link to one kernel."""
+
+    monkeypatch.setattr(checks._state, "notebook", Kernel(), raising=False)
+    m09.ex6_runs()
+    m09.ex6_runs()
+    assert made == [("streamlab.observe.stalls.runs", ("the kernel's spark",))] * 2, "the lab: fresh each check"
+    one, other = Link(), Link()
+    monkeypatch.setattr(checks._state, "notebook", Kernel(one))
+    first = m09.ex6_runs()
     first["idle"]["progress"].append("changed by a learner")
-    assert list(first) == list(stalls.ORDER) and made == list(stalls.ORDER)
-    assert stalls.runs(None, keep_for=one)["idle"]["progress"] == [] and len(made) == 4, "made again, or shared"
-    stalls.runs(None, keep_for=other)
-    assert len(made) == 8, "the next notebook judged gets runs of its own"
-    stalls.runs(None)
-    stalls.runs(None)
-    assert len(made) == 16, "in the lab each check makes fresh runs"
-    del one
-    assert len(stalls._kept) == 1, "a notebook's runs go with its judge"
+    assert m09.ex6_runs()["idle"]["progress"] == [] and len(made) == 3, "made again, or a copy shared"
+    monkeypatch.setattr(checks._state, "notebook", Kernel(other))
+    m09.ex6_runs()
+    assert len(made) == 4, "the next notebook judged gets runs of its own"
 
 
 def test_the_check_runs_nothing_for_an_unwritten_answer_and_needs_all_four(monkeypatch, capsys):
-    monkeypatch.setattr(stalls, "runs", lambda spark, keep_for=None: pytest.fail("runs made for an unwritten answer"))
-    assert m09.ex6_diagnose(None, None) == {}
+    monkeypatch.setattr(m09, "ex6_runs", lambda: pytest.fail("runs made for an unwritten answer"))
+    assert m09.ex6_diagnose(None) == {}
     assert capsys.readouterr().out.startswith("✗ ex6_diagnose")
-    monkeypatch.setattr(stalls, "runs", lambda spark, keep_for=None: dict(SETS[0]))
-    m09.ex6_diagnose(None, _solution())
+    monkeypatch.setattr(m09, "ex6_runs", lambda: dict(SETS[0]))
+    m09.ex6_diagnose(_solution())
     assert capsys.readouterr().out.count("✓") == 4
-    m09.ex6_diagnose(None, lambda *a: "capped")
+    m09.ex6_diagnose(lambda *a: "capped")
     out = capsys.readouterr().out
     assert out.count("✓") == 1 and out.count("✗") == 3 and "'capped'" in out
 

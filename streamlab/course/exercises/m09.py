@@ -8,6 +8,8 @@ tests stay in the notebook's test cells.
 """
 from __future__ import annotations
 
+import weakref
+
 from streamlab.course.checks import attempt, expect
 from streamlab.course.scaffold import filled
 
@@ -74,19 +76,35 @@ EX6_LOOK = {"capped": "compare each event's latestOffset with its endOffset (mod
             "idle": "numInputRows and the status: an idle query is silent too, with no trigger active"}
 
 
-def ex6_diagnose(spark, diagnose) -> dict:
-    """Check diagnose on a fresh real run of each cause (streamlab.observe.stalls); returns the runs, {cause: run}."""
-    from streamlab.course.checks import notebook
-    from streamlab.observe import stalls
+_ex6_kept: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # {the grader's link to a kernel: runs}
 
+
+def ex6_runs() -> dict:
+    """A fresh real run of each cause, {cause: run}, made in the notebook's kernel with its own Spark (the grading
+    kernel, while grading). The grader keeps them for the notebook it judges, so its audit, judging this check again
+    with other answers, reads the same runs; in the lab each check makes new ones."""
+    import copy
+
+    from streamlab.course.checks import notebook
+
+    nb = notebook()
+    link = getattr(nb, "remote", None)  # the grader's link to the kernel it judges; the lab's Notebook has none
+    made = _ex6_kept.get(link) if link is not None else None
+    if made is None:
+        made = nb.call("streamlab.observe.stalls.runs", nb.ref("spark"))
+        if link is not None:
+            _ex6_kept[link] = made
+    return copy.deepcopy(made)
+
+
+def ex6_diagnose(diagnose) -> dict:
+    """Check diagnose on a fresh real run of each cause (streamlab.observe.stalls); returns the runs, {cause: run}."""
     fn = _answer(diagnose)
     if fn is None:  # no runs for an unwritten answer: they take half a minute
         expect(False, "ex6_diagnose", "a written diagnose", "`...` still in diagnose",
                "fill in the ... of diagnose, then run this cell again")
         return {}
-    # While grading, the runs are made once for the notebook judged (the grader's link to its kernel), so the
-    # audit's other answers read the same runs; in the lab, each check makes fresh ones.
-    made = stalls.runs(spark, keep_for=getattr(notebook(), "remote", None))
+    made = ex6_runs()
     for cause, run in made.items():
         got = attempt(fn, run["progress"], run["status"], run["silent_s"])
         expect(got == cause, f"ex6_{cause.replace(' ', '_')}_run", cause, repr(got), EX6_LOOK[cause])
