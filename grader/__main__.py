@@ -48,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     lint = sub.add_parser("lint", help="print each module's teaching numbers (../shared/teaching-style.md); "
                                        "exit 1 where one is worse than tests/course-lint.json")
     lint.add_argument("--update", action="store_true", help="write tests/course-lint.json (none may be worse)")
+    lint.add_argument("--measure", nargs="*", metavar="ID", help="first run these untouched student notebooks (all "
+                                                                 "when none is named) and record each Run All's "
+                                                                 "seconds in tests/course-times.json")
     site = sub.add_parser("site", help="the course as a static site (student notebooks, figures; docs/site.md)")
     site.add_argument("--out", type=Path, help="site folder, replaced (default .streamlab/site/)")
     site.add_argument("--executed", type=Path, metavar="DIR",
@@ -143,8 +146,10 @@ def main(argv: list[str] | None = None) -> int:
             return interview_main((["--topics", args.topics] if args.topics else []) + ["--minutes", str(args.minutes)]
                                   + (["--history"] if args.history else []))
         elif args.command == "lint":
-            from .lint import main as lint_main
+            from .lint import main as lint_main, measure_run_all
 
+            if args.measure is not None:
+                measure_run_all(args.measure or None)
             return lint_main(update=args.update, source=args.source.resolve())
         elif args.command == "samples":
             from .cohort import make_samples

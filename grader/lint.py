@@ -35,7 +35,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .course import ROOT, SOURCE, assignments
+from .course import ROOT, SOURCE, GraderError, assignments
 
 LINT_BASELINE = ROOT / "tests" / "course-lint.json"
 FRAME = {"why": r"why it matters", "can": r"by the end you can", "time": r"\*\*time\b|^#+\s*time\b|^time\s*:",
@@ -650,6 +650,11 @@ def measure_run_all(ids: list[str] | None = None, path: Path = TIMES) -> dict:
                    "wall seconds of the whole Run All. load = os.getloadavg() (1, 5, 15 min) before and after: the "
                    "machine has 2 cores shared with other sessions, so a load above ~1 inflates the seconds")
     modules = data.setdefault("modules", {})
+    unknown = [aid for aid in ids or () if not (RELEASE / f"{aid}.ipynb").is_file()
+               and not (RELEASE / aid / f"{aid}.ipynb").is_file()]
+    if unknown:
+        raise GraderError(f"no student notebook {unknown[0]} in {RELEASE.name}/: name a module such as "
+                          f"{assignments(RELEASE)[0]} (make release makes them)")
     for aid in ids or assignments(RELEASE):
         page = RELEASE / f"{aid}.ipynb"  # a page beside the modules (ONCALL): run from a folder of its own
         nb = nbformat.read(page if page.is_file() else RELEASE / aid / f"{aid}.ipynb", as_version=4)
