@@ -28,11 +28,10 @@ SHOWN = 3  # the progress events a run hands over: the last few, as a dashboard 
 CAP = 50  # the capped query's maxOffsetsPerTrigger, where its producer sends 1,000 records a second
 SINK_S = 1.5  # the slow sink's time per batch
 STUCK_AFTER = 4  # the stuck query's batches 0-3 run; batch 4 waits (the events shown: 1-3, after the first)
-SILENT_S = 5.0  # a stuck run is read once its last event is this old, and 4 of its recent batches' longest
+SILENT_S = 5.0  # a stuck run is read once its last event is this old, and 4 times its longest recent batch
 TIMEOUT_S = 25.0  # a run that shows nothing of its condition by then fails with one line
 IDLE_EVERY = "1000"  # ms between an idle query's progress events in the idle run (Spark's default is 10 s)
 _NO_DATA = "spark.sql.streaming.noDataProgressEventInterval"
-
 
 
 def ended_at(event: dict) -> float:
@@ -118,8 +117,8 @@ class _Run:
         finally:
             self.release.set()
             if query is not None:
-                try:
-                    stop_between_batches(query, timeout=5)
+                try:  # back to back, a capped or slow query has no gap between batches to wait for
+                    stop_between_batches(query, timeout=5 if self.cause in ("idle", "stuck batch") else 0)
                 except Exception:  # noqa: BLE001 - a query that failed is stopped already; _wait said why
                     pass
             if producer is not None:
