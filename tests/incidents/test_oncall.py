@@ -14,26 +14,15 @@ import nbformat
 import pytest
 
 from grader.course import SOURCE
+from grader.seen_oncall import RIGHT_FIXES
 from streamlab.course import incidents, oncall
 
 PAGE = SOURCE / "ONCALL.ipynb"
 
 # A learner's fixes, one per tagged cell: her cap with headroom, her idempotent write, her retention and
-# failOnDataLoss. Nothing in the course stores them: each is graded only by what the pipeline does afterwards.
-LEARNER = {
-    "oncall-fix-1": 'options = {"maxOffsetsPerTrigger": 1500}\nact.fix(options=options)',
-    "oncall-fix-2": '''
-def my_write(batch_df, batch_id):
-    rows = [(r["topic"], r["partition"], r["offset"], bytes(r["value"]).decode(), batch_id)
-            for r in batch_df.select("topic", "partition", "offset", "value").collect()]
-    with sqlite3.connect(act.table) as db:
-        db.executemany("INSERT INTO orders SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM orders "
-                       "WHERE topic = ?1 AND partition = ?2 AND offset = ?3)", rows)
-
-
-act.fix(write=my_write)''',
-    "oncall-fix-3": 'act.fix(options={"failOnDataLoss": "true"}, retention_ms=7 * 24 * 3600 * 1000)',
-}
+# failOnDataLoss, the same the recorded run of `make seen` types in. Nothing in the course stores them: each is graded
+# only by what the pipeline does afterwards.
+LEARNER = RIGHT_FIXES
 
 
 @pytest.fixture
