@@ -112,7 +112,7 @@ class Recorder:
 
     def _sample(self, act, heavy: bool) -> None:
         from streamlab.course import incidents, oncall
-        from streamlab.observe.lag import _offsets
+        from streamlab.observe.lag import source_offsets
         from streamlab.observe.progress import as_dict
 
         inc, rec = act.incident, self._record(act)
@@ -151,8 +151,8 @@ class Recorder:
                 if not e.get("numInputRows") or not e.get("sources"):
                     continue
                 source = e["sources"][0]
-                start = _offsets(source.get("startOffset")).get(inc.topic, {})
-                end = _offsets(source.get("endOffset")).get(inc.topic, {})
+                start = source_offsets(source.get("startOffset")).get(inc.topic, {})
+                end = source_offsets(source.get("endOffset")).get(inc.topic, {})
                 at = datetime.datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")).timestamp() - wall0
                 rec["batches"][f"{e['runId']}/{e['batchId']}"] = {  # a query's first batch: no start, no plan
                     "batch": e["batchId"], "t": round(at, 2), "rows": e["numInputRows"],

@@ -758,14 +758,14 @@ class Incident:
         return grows, f"rows of the last batches: {rows}"
 
     def _sees_retention_gap(self) -> tuple[bool, str]:
-        from streamlab.observe.lag import _offsets
+        from streamlab.observe.lag import source_offsets
 
         for event in self._events():
             if not event.get("numInputRows"):
                 continue
             source = event["sources"][0]
-            start = _offsets(source.get("startOffset")).get(self.topic, {})
-            end = _offsets(source.get("endOffset")).get(self.topic, {})
+            start = source_offsets(source.get("startOffset")).get(self.topic, {})
+            end = source_offsets(source.get("endOffset")).get(self.topic, {})
             planned = sum(o - start.get(p, 0) for p, o in end.items())
             if planned - event["numInputRows"] > 10:
                 return True, f"batch {event['batchId']}: {planned} offsets, {event['numInputRows']} rows read"
@@ -827,14 +827,14 @@ class Incident:
             ok = bool(after) and shrinking and now < before["lag"]
             return ok, f"lag on the log {before['lag']:,} → {now:,} records; batches since the fix: {sizes[-3:]}"
         if self._fault == "retention-gap":
-            from streamlab.observe.lag import _offsets
+            from streamlab.observe.lag import source_offsets
 
             full = []
             for event in self._events():
                 if event.get("numInputRows") and event["batchId"] > self._fix_batch:
                     source = event["sources"][0]
-                    start = _offsets(source.get("startOffset")).get(self.topic, {})
-                    end = _offsets(source.get("endOffset")).get(self.topic, {})
+                    start = source_offsets(source.get("startOffset")).get(self.topic, {})
+                    end = source_offsets(source.get("endOffset")).get(self.topic, {})
                     full.append(sum(o - start.get(p, 0) for p, o in end.items()) == event["numInputRows"])
             return len(full) >= 2 and all(full[-2:]), f"the last batches read every offset: {full[-3:]}"
         if self._fault == "open-transaction":

@@ -384,7 +384,7 @@ class LiveLoop:
         self.state.events.append(p)
         sources = p.get("sources") or [{}]
         source = sources[0]
-        starts, ends = _lag._offsets(source.get("startOffset")), _lag._offsets(source.get("endOffset"))
+        starts, ends = _lag.source_offsets(source.get("startOffset")), _lag.source_offsets(source.get("endOffset"))
         if len(self.topics) == 1:
             start, end = starts.get(self.demo.topic, {}), ends.get(self.demo.topic)
         else:

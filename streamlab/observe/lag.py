@@ -40,7 +40,7 @@ def _as_dict(progress) -> dict:
     return dict(progress)
 
 
-def _offsets(value) -> dict:
+def source_offsets(value) -> dict:
     """{topic: {partition: offset}} from a source offset given as a dict or as its JSON text ({} if not Kafka's)."""
     if isinstance(value, (str, bytes)):
         try:
@@ -81,7 +81,7 @@ def lag_from_progress(progress) -> dict:
     """{topic: {partition: lag}} from one progress report: each Kafka source's latestOffset minus its endOffset."""
     lag: dict = {}
     for source in _as_dict(progress).get("sources") or []:
-        latest, end = _offsets(source.get("latestOffset")), _offsets(source.get("endOffset"))
+        latest, end = source_offsets(source.get("latestOffset")), source_offsets(source.get("endOffset"))
         for topic, parts in latest.items():
             reached = end.get(topic, {})
             for partition, offset in parts.items():
@@ -132,7 +132,7 @@ def total_lag(lag_or_progress) -> int:
 
 
 def _has_kafka_lag(progress: dict) -> bool:
-    return any(_offsets(s.get("latestOffset")) for s in progress.get("sources") or [])
+    return any(source_offsets(s.get("latestOffset")) for s in progress.get("sources") or [])
 
 
 def classify(progress_events) -> str:
