@@ -356,11 +356,11 @@ def load() -> dict:
 
 def save(data: dict) -> Path:
     """Write the history atomically (a temporary file, then a rename): a crash never leaves half a file."""
-    from .variants import _save
+    from .variants import save_json
 
     path = history_file()
     path.parent.mkdir(parents=True, exist_ok=True)
-    _save(path, data)
+    save_json(path, data)
     return path
 
 

@@ -59,7 +59,8 @@ def _locked():
         yield path
 
 
-def _save(path: Path, data: dict) -> None:
+def save_json(path: Path, data: dict) -> None:
+    """Write `data` as JSON to `path` atomically (a temporary file beside it, then a rename)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".variants-", suffix=".tmp")
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         out.write(json.dumps(data, indent=1, sort_keys=True))
@@ -93,7 +94,7 @@ def stored_seed(assignment: str, create: bool = True) -> int | None:
         if not isinstance(value, int):
             value = secrets.randbelow(1_000_000)
             data[assignment] = value
-            _save(path, data)
+            save_json(path, data)
     return value
 
 
@@ -113,7 +114,7 @@ def new_variant(assignment: str | None = None) -> int:
         while value == old:
             value = secrets.randbelow(1_000_000)
         data[assignment] = value
-        _save(path, data)
+        save_json(path, data)
     print(f"{assignment}: new variant {value}. Restart the kernel and run all cells to get its numbers.")
     return value
 

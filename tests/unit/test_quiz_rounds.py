@@ -125,10 +125,12 @@ def test_a_new_round_reshuffles_the_options_and_draws_the_questions_numbers_agai
     assert moved_order > 85 and moved_numbers > 95, (moved_order, moved_numbers)
 
 
-def test_the_visible_check_says_when_check_my_work_moved_the_question_on(home, capsys):
+def test_the_visible_check_says_when_check_my_work_moved_the_question_on(home, capsys, monkeypatch):
+    # outside a kernel the options are printed (an IPython shell another test left behind would display them)
+    monkeypatch.setattr("IPython.get_ipython", lambda: None)
     quiz.options("q2", ["one", "two", "three", "four"])
     shown = capsys.readouterr().out
-    assert re.findall(r"^- ([a-d])\) ", shown, re.M) == list("abcd") and "Reshuffled" not in shown
+    assert re.findall(r"^- ([a-d])\) ", shown, re.M) == list("abcd") and "Reshuffled" not in shown, shown
     quiz.check_format("b", "abcd", name="q2")
     assert "recorded" in capsys.readouterr().out
     quiz.record_check(AID, {"q2": False})
