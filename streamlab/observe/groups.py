@@ -28,7 +28,7 @@ def consumer_groups(bootstrap: str | None = None):
         rows = []
         for group in client.list_groups():
             gid = group["group_id"]
-            committed = client.list_group_offsets(gid).get(gid, {})
+            committed = coordinated(lambda: client.list_group_offsets(gid)).get(gid, {})
             if not committed:
                 rows.append({"group": gid, "state": group.get("group_state"), "topic": None, "partition": None,
                              "committed_offset": None})
@@ -162,7 +162,7 @@ def group_offsets(group: str, bootstrap: str | None = None) -> dict:
     """{topic: {partition: committed offset}} that Kafka holds for `group` ({} when it committed nothing)."""
     client = admin(bootstrap)
     try:
-        found = client.list_group_offsets({group: None}).get(group, {})
+        found = coordinated(lambda: client.list_group_offsets({group: None})).get(group, {})
     finally:
         client.close()
     out: dict = {}
@@ -177,24 +177,29 @@ def reset_group(group: str, topic: str, to: str = "earliest", bootstrap: str | N
     from kafka import TopicPartition
     from kafka.admin import OffsetSpec
 
-    import time
-
-    from kafka.errors import CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError
-
     spec = {"earliest": OffsetSpec.EARLIEST, "latest": OffsetSpec.LATEST}[to]
     client = admin(bootstrap)
-    deadline = time.monotonic() + 30
     try:
-        while True:
-            try:
-                client.reset_group_offsets(group, {TopicPartition(topic, p): spec
-                                                   for p in describe_topic(topic, bootstrap)})
-                break
-            except (CoordinatorNotAvailableError, CoordinatorLoadInProgressError, NotCoordinatorError):
-                # A broker's first group: __consumer_offsets is still being created (seconds), as the CLI retries
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        coordinated(lambda: client.reset_group_offsets(group, {TopicPartition(topic, p): spec
+                                                              for p in describe_topic(topic, bootstrap)}))
     finally:
         client.close()
     return group_offsets(group, bootstrap)
+
+
+COORDINATOR_WAIT_S = 30.0  # a broker's first group: __consumer_offsets is still being created (seconds)
+
+
+def coordinated(call, wait_s: float = COORDINATOR_WAIT_S):
+    """`call()`, asked again every 0.5 s for up to `wait_s` while the group coordinator is not there yet (a fresh
+    broker creating `__consumer_offsets`), as Kafka's own CLI retries; any other error at once."""
+    from kafka.errors import CoordinatorLoadInProgressError, CoordinatorNotAvailableError, NotCoordinatorError
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return call()
+        except (CoordinatorNotAvailableError, CoordinatorLoadInProgressError, NotCoordinatorError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)

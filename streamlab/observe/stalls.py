@@ -103,7 +103,8 @@ class _Run:
         from streamlab.observe.progress import stop_between_batches
 
         bootstrap = ensure_broker()
-        topic = new_topic(f"stall-{self.cause.replace(' ', '-')}", partitions=2)
+        # one name, one sink and one checkpoint name for every cause: a run tells its cause only by what it does
+        topic = new_topic("stall", partitions=2)
         rate = {"capped": 1000, "slow sink": 200, "stuck batch": 100}.get(self.cause)
         if self.cause == "capped":
             produce(topic, 2000, bootstrap=bootstrap, progress=False)  # a backlog from the first batch on
@@ -130,14 +131,10 @@ class _Run:
         if self.cause == "capped":
             reader = reader.option("maxOffsetsPerTrigger", str(CAP))  # 50 a batch, where 1,000 a second arrive
         writer = reader.load().writeStream.option("checkpointLocation", checkpoint)
-        if self.cause == "slow sink":
-            writer = writer.foreachBatch(self._slow_sink)
-        elif self.cause == "stuck batch":
-            writer = writer.foreachBatch(self._stuck_sink).trigger(processingTime="500 milliseconds")
-        else:
-            writer = writer.format("noop")
-            if self.cause == "idle":
-                writer = writer.trigger(processingTime="500 milliseconds")
+        sink = {"slow sink": self._slow_sink, "stuck batch": self._stuck_sink}.get(self.cause, self._quick_sink)
+        writer = writer.foreachBatch(sink)  # one kind of sink: its description in the events names no cause
+        if self.cause in ("stuck batch", "idle"):
+            writer = writer.trigger(processingTime="500 milliseconds")
         if self.cause != "idle":
             return writer.start()
         # An idle query reports an event every 10 s by default; here every second, so the run shows some within
@@ -151,6 +148,10 @@ class _Run:
                 self.spark.conf.unset(_NO_DATA)
             else:
                 self.spark.conf.set(_NO_DATA, before)
+
+    def _quick_sink(self, batch_df, batch_id: int) -> None:
+        """A sink that only reads its batch (the capped and the idle runs)."""
+        batch_df.count()
 
     def _slow_sink(self, batch_df, batch_id: int) -> None:
         """A sink that takes SINK_S a batch (a slow database, a remote API), until the run ends."""

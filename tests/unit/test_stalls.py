@@ -8,8 +8,8 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-import nbformat
 import pytest
+from support import solution_answer
 
 from streamlab.course.exercises import m09
 from streamlab.observe import stalls
@@ -21,11 +21,7 @@ RUNS = [(f"set {n} {cause}", cause, run) for n, made in enumerate(SETS, 1) for c
 
 def _solution():
     """The notebook's own answer: the ex6_answer cell with its solution (the stub above it is replaced)."""
-    nb = nbformat.read(ROOT / "solutions/09-cluster-failures/09-cluster-failures.ipynb", as_version=4)
-    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "ex6_answer")
-    namespace: dict = {}
-    exec(cell.source.replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", ""), namespace)
-    return namespace["diagnose"]
+    return solution_answer("09-cluster-failures", "ex6_answer", "diagnose")
 
 
 def _call(fn, run, silent_s=None):
