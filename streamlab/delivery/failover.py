@@ -27,6 +27,8 @@ import time
 
 from streamlab.delivery.counting import count_delivery
 from streamlab.demo.controls import answer_while_busy
+from streamlab.demo.loop import _live
+from streamlab.demo.state import DemoState, alias
 from streamlab.lab import cluster
 from streamlab.lab.producer import close_now
 from streamlab.lab.wait import wait_until
@@ -52,8 +54,30 @@ def _need_cluster() -> None:
         raise LabError("This demo needs the lab's cluster: run the setup cell with streamlab.setup(cluster=True).")
 
 
+def capped(seconds: float, steps: list) -> float:
+    """The demo's `seconds` where nobody watches: under the grader, its script (steps at these times) and 12 s more,
+    25 s at least; under $STREAMLAB_DEMO_SECONDS (make site, make seen), the script then that long (live.py's
+    duration_cap, which refuses a bad value in one line)."""
+    from streamlab.demo.live import GRADING_SECONDS, duration_cap
+
+    if settings.grading:
+        seconds = min(seconds, max([25.0, *(t + GRADING_SECONDS for t in steps)]))
+    if Settings.demo_seconds.is_set():
+        seconds = min(seconds, max([0.0, *steps]) + duration_cap())
+    return seconds
+
+
 class FailoverDemo:
-    """One query, one producer, buttons that kill an executor or a partition leader; counts of every copy."""
+    """One query, one producer, buttons that kill an executor or a partition leader; counts of every copy.
+
+    What it has in common with the live demo is kept where the live demo keeps it, a `DemoState` (`demo.state`):
+    the clock (`t0`, `wall0`; `live_from`, the first batch's time), the batches (`history`, read as `batches`), the
+    lines of what happened (`events`), the query, the lock, the stop (`done`), and how it ended (`ended`, `error`).
+    Its kills, sinks, producer thread and table are its own."""
+
+    batches = alias("history")  # one dict per batch: which executor read which partition, how long it took
+    events = alias("events")  # "  5.1 s  kill -9 broker 2, leader of partition 0": what happened, when
+    query = alias("query")
 
     def __init__(self, spark, bootstrap: str, partitions: int = 4, rate: int = 100, seconds: float = 60,
                  options: dict | None = None, script: list | None = None, restart_after: float = 12.0,
@@ -61,26 +85,15 @@ class FailoverDemo:
         self.spark, self.bootstrap, self.partitions, self.rate = spark, bootstrap, partitions, rate
         self.seconds, self.options, self.script = seconds, dict(options or {}), list(script or [])
         self.restart_after, self.with_sinks, self.show = restart_after, sinks, show
-        if settings.grading:
-            self.seconds = min(self.seconds, max([25.0, *(t + 12 for t, _ in self.script)]))
-        if Settings.demo_seconds.is_set():  # nobody watches (make site, make seen): the script, then
-            from streamlab.demo.live import duration_cap  # this long (a bad value is refused in one line)
-
-            self.seconds = min(self.seconds, max([0.0, *(t for t, _ in self.script)]) + duration_cap())
-        self.batches: list[dict] = []
-        self.events: list[str] = []
+        self.seconds = capped(self.seconds, [t for t, _ in self.script])
+        self.state = DemoState()
         self.acked: set[int] = set()
         self.sent = 0
         self.failed_sends = 0
         self.killed_nodes: list[int] = []
         self.kills: dict[int, str] = {}  # batch id -> what was killed under it (the live table keeps those rows)
         self._leader_kill = ""  # a leader killed: the next batch to end is the one that met the election
-        self.query = None
-        self._stop = threading.Event()
-        self._restarting = threading.Lock()
         self._armed_work = 0.0
-        self._started = 0.0
-        self._first = 0.0
         self._player: threading.Thread | None = None
         self._box = None
         self._handle = None  # the displayed box's handle: wait() freezes the last view into it (a PNG beside it)
@@ -102,7 +115,7 @@ class FailoverDemo:
             self.sqlite = SqliteSink(os.path.join(work, "events.db"))
             self.out_topic = streamlab.new_topic("failover-out", partitions=1)
             self.tx = TransactionalKafkaSink(self.out_topic, f"{self.topic}-tx", self.bootstrap)
-        self._started = time.monotonic()
+        self.state.t0, self.state.wall0 = time.monotonic(), time.time()
         self._producer = threading.Thread(target=self._produce, name="streamlab-failover-producer", daemon=True)
         self._producer.start()
         reader = (self.spark.readStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap)
@@ -112,6 +125,7 @@ class FailoverDemo:
         frame = reader.load().selectExpr("topic", "partition", "offset", "cast(cast(value AS string) AS long) AS id")
         self.query = (frame.writeStream.foreachBatch(self._batch).option("checkpointLocation", self.checkpoint)
                       .trigger(processingTime="2 seconds").start())
+        _live.add(self)  # the kernel's exit stops it (teardown's "live demos")
         if self.show:
             self._widget()
         if self.script:
@@ -137,7 +151,7 @@ class FailoverDemo:
 
         try:
             i = 0
-            while not self._stop.is_set():
+            while not self.state.done.is_set():
                 tick = time.monotonic()
                 for _ in range(max(1, self.rate // 10)):
                     producer.send(self.topic, str(i).encode(), partition=i % self.partitions
@@ -172,22 +186,27 @@ class FailoverDemo:
                 preferred[p] = preferred_executor(self.spark, self.topic, p)
             except Exception:
                 preferred[p] = None
-        self._first = self._first or time.monotonic()
+        if self.state.live_from is None:
+            self.state.live_from = self.now()
         if self._leader_kill:
             self.kills[batch_id], self._leader_kill = self._leader_kill, ""
         self.batches.append({"batch": batch_id, "seconds": round(time.monotonic() - began, 2), "tasks": tasks,
-                             "preferred": preferred, "at": round(time.monotonic() - self._started, 1)})
+                             "preferred": preferred, "at": round(self.now(), 1)})
         self._render()
+
+    def now(self) -> float:
+        """Seconds since the demo started (0 before start)."""
+        return time.monotonic() - self.state.t0 if self.state.t0 else 0.0
 
     def _since_first_batch(self) -> float:
         """Seconds since the first batch finished (0 before it): a cold cluster's first batch can take long."""
-        return time.monotonic() - self._first if self._first else 0.0
+        return self.now() - self.state.live_from if self.state.live_from is not None else 0.0
 
     def _play(self) -> None:
         for at, action in sorted(self.script):
             # A broker killed earlier must be back first: two down would leave the controllers without a majority.
             while self._since_first_batch() < at or self.killed_nodes or self._armed_work:
-                if self._stop.wait(0.2):
+                if self.state.done.wait(0.2):
                     return
             try:
                 (self.kill_executor if action == "executor" else self.kill_leader)()
@@ -240,7 +259,7 @@ class FailoverDemo:
 
         def watch():
             new = None
-            while time.monotonic() - killed < 30 and not self._stop.is_set():
+            while time.monotonic() - killed < 30 and not self.state.done.is_set():
                 try:
                     new = cluster.leader_of(self.topic, partition)
                 except Exception:
@@ -252,14 +271,14 @@ class FailoverDemo:
                 time.sleep(0.3)
             wait = self.restart_after - (time.monotonic() - killed)
             if wait > 0:
-                self._stop.wait(wait)
+                self.state.done.wait(wait)
             self.restart_nodes()
 
         threading.Thread(target=watch, name="streamlab-failover-leader", daemon=True).start()
 
     def restart_nodes(self) -> None:
         """Start every broker this demo killed again (with its data)."""
-        with self._restarting:
+        with self.state.lock:
             for node in list(self.killed_nodes):
                 try:
                     cluster.start_node(node)
@@ -269,7 +288,7 @@ class FailoverDemo:
                     self._event(first_line(exc))
 
     def _event(self, line: str) -> None:
-        self.events.append(f"{time.monotonic() - self._started:5.1f} s  {line}")
+        self.events.append(f"{self.now():5.1f} s  {line}")
         self._render()
 
     # --- the end ------------------------------------------------------------------------------------------------
@@ -279,19 +298,19 @@ class FailoverDemo:
         that never comes, or a script that cannot play on, ends the demo with `error` saying so."""
         error, grace = None, SCRIPT_GRACE_S + 15 * len(self.script)
         while self.query.isActive:
-            if not self._first and time.monotonic() - self._started > FIRST_BATCH_S:
+            if self.state.live_from is None and self.now() > FIRST_BATCH_S:
                 error = (f"no batch finished within {FIRST_BATCH_S} s of the start: is the cluster short of "
                          "executors? (cluster.status() shows them)")
                 break
             played = not (self._player and self._player.is_alive())
-            if self._first and self._since_first_batch() >= self.seconds and played:
+            if self.state.live_from is not None and self._since_first_batch() >= self.seconds and played:
                 break
-            if self._first and self._since_first_batch() >= self.seconds + grace:
+            if self.state.live_from is not None and self._since_first_batch() >= self.seconds + grace:
                 error = (f"the script could not play to its end within {grace:.0f} s of the demo's end (a "
                          "broker that did not come back?): " + (self.events[-1] if self.events else "no event"))
                 break
             time.sleep(0.5)
-        self._stop.set()
+        self.state.done.set()
         for button in self._buttons:
             button.disabled = True
         self._producer.join(timeout=90)
@@ -317,14 +336,31 @@ class FailoverDemo:
             error = error or first_line(exc)
         if self.query.exception() is not None:
             error = first_line(self.query.exception())
+        self.state.error, self.state.ended = error, True
         self.result = {"acked": len(self.acked), "batches": len(self.batches), "error": error,
                        "retried tasks": sum(1 for b in self.batches for t in b["tasks"] if t["attempt"] > 0)}
         if self.with_sinks:
             for name, ids in (("sqlite", self.sqlite.delivered()), ("transactions", self.tx.delivered())):
                 self.result[name] = count(self.acked, ids)
+        _live.discard(self)
         self._render()
         self._freeze()
         return self.result
+
+    def stop(self) -> None:
+        """End the demo now (the kernel's exit does, when wait() has not): stop producing and the query, and start
+        again the brokers it killed (the next experiment needs all three). Safe to call twice."""
+        self.state.done.set()
+        for button in self._buttons:
+            button.disabled = True
+        query = self.query
+        if query is not None and query.isActive:
+            try:
+                query.stop()
+            except Exception:  # noqa: BLE001 - a session already gone has no query to stop
+                pass
+        self.restart_nodes()
+        _live.discard(self)
 
     # --- the view -----------------------------------------------------------------------------------------------
     def _widget(self) -> None:
@@ -356,7 +392,7 @@ class FailoverDemo:
         self._handle.update(bundle, raw=True)
 
     def _safely(self, action) -> None:
-        if self._stop.is_set():
+        if self.state.done.is_set():
             self._event("the demo has ended: its buttons act while it runs (run its cell again for another)")
             return
         try:
