@@ -27,7 +27,7 @@ import time
 
 from streamlab.delivery.counting import count_delivery
 from streamlab.demo.controls import answer_while_busy
-from streamlab.demo.loop import _live
+from streamlab.demo.loop import running_demos
 from streamlab.demo.state import DemoState, alias
 from streamlab.lab import cluster
 from streamlab.lab.producer import close_now
@@ -125,7 +125,7 @@ class FailoverDemo:
         frame = reader.load().selectExpr("topic", "partition", "offset", "cast(cast(value AS string) AS long) AS id")
         self.query = (frame.writeStream.foreachBatch(self._batch).option("checkpointLocation", self.checkpoint)
                       .trigger(processingTime="2 seconds").start())
-        _live.add(self)  # the kernel's exit stops it (teardown's "live demos")
+        running_demos.add(self)  # the kernel's exit stops it (teardown's "live demos")
         if self.show:
             self._widget()
         if self.script:
@@ -342,7 +342,7 @@ class FailoverDemo:
         if self.with_sinks:
             for name, ids in (("sqlite", self.sqlite.delivered()), ("transactions", self.tx.delivered())):
                 self.result[name] = count(self.acked, ids)
-        _live.discard(self)
+        running_demos.discard(self)
         self._render()
         self._freeze()
         return self.result
@@ -360,7 +360,7 @@ class FailoverDemo:
             except Exception:  # noqa: BLE001 - a session already gone has no query to stop
                 pass
         self.restart_nodes()
-        _live.discard(self)
+        running_demos.discard(self)
 
     # --- the view -----------------------------------------------------------------------------------------------
     def _widget(self) -> None:

@@ -50,7 +50,7 @@ from streamlab.demo.charts import (CHARTS, PALETTE, RESTART_COLOR, ChartPlan, Pa
 from streamlab.demo.controls import (CONTROLS, KNOBS, RESTARTING, ControlPlan, Controls, Knob,  # noqa: F401
                                      answer_while_busy)
 from streamlab.demo.loop import (DEMO_SECONDS_ENV, FIRST_BATCH_WAIT_S, REDRAW_EVERY_S, LiveLoop,  # noqa: F401
-                                 RunPlan, Source, _live, stop_all)
+                                 RunPlan, Source, running_demos, stop_all)
 from streamlab.demo.settings import KnobError, StreamSettings, settings_text
 from streamlab.demo.state import DemoState, add_aliases, state_of  # noqa: F401 - DemoState re-exported
 from streamlab.demo.widgets import png

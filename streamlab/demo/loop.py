@@ -41,12 +41,12 @@ STARTING_OFFSETS = ("latest", "earliest")
 DEMO_SECONDS_ENV = "STREAMLAB_DEMO_SECONDS"  # a cap on a demo where nobody plays: a test's Run All, the site's run
 
 
-_live: weakref.WeakSet = weakref.WeakSet()  # the demos running in this kernel
+running_demos: weakref.WeakSet = weakref.WeakSet()  # the demos running in this kernel
 
 
 def stop_all() -> None:
     """End every demo still running (their queries and producers too); also runs when the kernel exits."""
-    for demo in list(_live):
+    for demo in list(running_demos):
         try:
             demo.stop()
         except Exception:  # noqa: BLE001
@@ -194,7 +194,7 @@ class LiveLoop:
             self._quiet = quiet_query_errors(self.demo.spark)
             self._quiet.__enter__()
         self.state.query = self._start_query()
-        _live.add(self.demo)
+        running_demos.add(self.demo)
 
     def follow(self) -> None:
         """Start the polling thread, which runs the looks until the demo ends, then stops everything."""
@@ -575,5 +575,5 @@ class LiveLoop:
             except Exception:  # noqa: BLE001
                 pass
             self._consumer = None
-        _live.discard(self.demo)
+        running_demos.discard(self.demo)
 

@@ -10,7 +10,7 @@ import pytest
 
 from streamlab.delivery import failover
 from streamlab.delivery.failover import FailoverDemo, capped
-from streamlab.demo.loop import _live, stop_all
+from streamlab.demo.loop import running_demos, stop_all
 from streamlab.demo.settings import KnobError
 from streamlab.demo.state import DemoState
 
@@ -74,12 +74,12 @@ def test_the_kernel_s_exit_stops_a_demo_left_running_once_and_its_script_player(
     demo.killed_nodes = [2]  # a broker killed and not back yet
     demo._player = threading.Thread(target=demo._play, daemon=True)
     demo._player.start()
-    _live.add(demo)
+    running_demos.add(demo)
     stop_all()  # what teardown's "live demos" runs
     demo._player.join(2)
     assert not demo._player.is_alive(), "the script player ends when the demo is stopped"
     assert demo.state.done.is_set() and demo.query.stops == 1
     assert restarted == [2] and demo.killed_nodes == [], "the broker it killed is started again"
-    assert demo not in _live
+    assert demo not in running_demos
     demo.stop()
     assert demo.query.stops == 1 and restarted == [2], "a second stop does nothing more"
