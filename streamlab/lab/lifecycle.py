@@ -53,9 +53,8 @@ def setup(cluster: bool = False):
         if settings.grading:
             print("cluster   not started while grading (the graded checks need no cluster)")
         else:
-            print(f"cluster   not started: this lab uses the Kafka at KAFKA_BOOTSTRAP ({settings.kafka_bootstrap}, "
-                  "a workshop's or a team's); the cluster demos kill brokers and executors of the lab's own cluster: "
-                  "run them on your machine with `make lab CLUSTER=1`")
+            print(f"cluster   not started: this lab's Kafka is {settings.kafka_bootstrap} (KAFKA_BOOTSTRAP)\n"
+                  "          the cluster demos kill the lab's own brokers: `make lab CLUSTER=1` on your machine")
     elif cluster:
         os.environ["STREAMLAB_CLUSTER"] = "1"
     bootstrap = ensure_broker()

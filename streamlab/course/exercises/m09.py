@@ -71,10 +71,10 @@ def ex5_leader_kill(ex5_run, on_cluster: bool) -> None:
 
 
 # What each cause's run leaves for a learner to read, said when a run is named wrong (never the rule's thresholds).
-EX6_LOOK = {"capped": "compare each event's latestOffset with its endOffset (module 3's lag), and numInputRows",
-            "slow sink": "which part of durationMs fills triggerExecution? An idle event has no addBatch",
-            "stuck batch": "silent_s against how long the recent batches took, and status['isTriggerActive']",
-            "idle": "numInputRows and the status: an idle query is silent too, with no trigger active"}
+EX6_LOOK = {"capped": "latestOffset against endOffset (module 3's lag), and numInputRows",
+            "slow sink": "which part of durationMs fills triggerExecution?",
+            "stuck batch": "silent_s against the recent batches' durations, and isTriggerActive",
+            "idle": "numInputRows, and the status: idle is silent too, with no trigger active"}
 
 
 _ex6_kept: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # {the grader's link to a kernel: runs}
