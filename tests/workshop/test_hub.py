@@ -357,9 +357,9 @@ def test_a_learner_s_check_my_work_is_graded_by_the_hub(hub, room):
         said = kernel.text(CHECK.format(aid="00-setup"), timeout=900)
     finally:
         kernel.close()
-    assert "score: 3 / 3" in said and "feedback: feedback/00-setup/00-setup.html" in said, said
-    assert said.rstrip().endswith("code 0 progress 3.0"), said
-    assert (hub.home("ada") / "feedback" / "00-setup" / "grade.txt").read_text() == "00-setup: 3 / 3\n"
+    assert f"score: {TOP_00} / {TOP_00}" in said and "feedback: feedback/00-setup/00-setup.html" in said, said
+    assert said.rstrip().endswith(f"code 0 progress {float(TOP_00)}"), said
+    assert (hub.home("ada") / "feedback" / "00-setup" / "grade.txt").read_text() == f"00-setup: {TOP_00} / {TOP_00}\n"
     assert (Path(hub.root) / "grades" / "00-setup" / "grades.csv").read_text() == grades
     kernel = room["bob"].kernel()
     try:
