@@ -3,7 +3,7 @@ after a right fix, made by the same command as the live demos' frames (`make see
 
 The night's acts are no live demo: nothing freezes a chart when they end, and the page's fix cells hold `...`, so a
 learner's untouched Run All never shows the "after". So `record` runs the released page itself in a kernel of its
-own, as a learner would, with a right fix typed into each fix cell (RIGHT_FIXES: a cap with headroom, an
+own, as a learner would, with a right fix typed into each fix cell (solutions/oncall-fixes.json: a cap with headroom, an
 idempotent write, retention of days with failOnDataLoss=true), while a `Recorder` thread in that kernel samples
 what the page's own tools read (the lag on the log, the sink's table, the progress, the log's first and last
 offsets) and what each fix was graded. The samples go to <executed>/ONCALL-seen.json; `apply` draws the three
@@ -31,20 +31,18 @@ FIGURE = "seen-oncall-{}.png"
 SUMMARY = ("<b>What you should see</b>: this act in a recorded run, before and after a right fix (the black line): "
            "the fix's half is for after your own try. Your numbers will differ. The shape should not.")
 
-# A right fix for each act, typed into its fix cell (tagged oncall-fix-<act>) for the recorded run only.
-RIGHT_FIXES = {
-    "oncall-fix-1": 'options = {"maxOffsetsPerTrigger": 1500}\nact.fix(options=options)',
-    "oncall-fix-2": '''def my_write(batch_df, batch_id):
-    rows = [(r["topic"], r["partition"], r["offset"], bytes(r["value"]).decode(), batch_id)
-            for r in batch_df.select("topic", "partition", "offset", "value").collect()]
-    with sqlite3.connect(act.table) as db:
-        db.executemany("INSERT INTO orders SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM orders "
-                       "WHERE topic = ?1 AND partition = ?2 AND offset = ?3)", rows)
+# A right fix for each act, typed into its fix cell (tagged oncall-fix-<act>) for the recorded run only. They are
+# answers, so they live in solutions/, which a hub's walls empty for learners (workshop/walls.py), not in grader/.
+FIXES = SOURCE / "oncall-fixes.json"
 
 
-act.fix(write=my_write)''',
-    "oncall-fix-3": 'act.fix(options={"failOnDataLoss": "true"}, retention_ms=7 * 24 * 3600 * 1000)',
-}
+def right_fixes(path: Path = FIXES) -> dict[str, str]:
+    """{fix cell's tag: a right fix}, from the instructor's solutions/ (GraderError in one line without it)."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise GraderError(f"{path}: the on-call night's right fixes are unreadable ({type(exc).__name__}): "
+                          "make seen needs the instructor's copy of the course") from None
 
 EVERY_S = 0.5  # the recorder's tick: the restart flag every tick, the broker and the table every other one
 LOOK_S = 10  # the recorded run reads this long before each fix (as a learner would), the symptom going on
@@ -161,7 +159,7 @@ class Recorder:
 
 
 def record(into: Path, release: Path = RELEASE, timeout: int = 600) -> Path:
-    """Run the released page with RIGHT_FIXES in a kernel of its own, a Recorder sampling it; the samples' path."""
+    """Run the released page with the right fixes in a kernel of its own, a Recorder sampling it; the samples' path."""
     import nbformat
 
     from streamlab.lab.broker import broker_port, external_bootstrap, probe, stop_broker
@@ -173,11 +171,12 @@ def record(into: Path, release: Path = RELEASE, timeout: int = 600) -> Path:
     into.mkdir(parents=True, exist_ok=True)
     out = into / SAMPLES
     nb = nbformat.read(page, as_version=4)
-    tagged = [cell for cell in nb.cells for tag in cell.metadata.get("tags", []) if tag in RIGHT_FIXES]
-    if len(tagged) != len(RIGHT_FIXES):
-        raise GraderError(f"{page}: {len(tagged)} of its {len(RIGHT_FIXES)} fix cells are tagged oncall-fix-<act>")
+    fixes = right_fixes()
+    tagged = [cell for cell in nb.cells for tag in cell.metadata.get("tags", []) if tag in fixes]
+    if len(tagged) != len(fixes):
+        raise GraderError(f"{page}: {len(tagged)} of its {len(fixes)} fix cells are tagged oncall-fix-<act>")
     for cell in tagged:
-        cell.source = next(RIGHT_FIXES[t] for t in cell.metadata["tags"] if t in RIGHT_FIXES)
+        cell.source = next(fixes[t] for t in cell.metadata["tags"] if t in fixes)
         at = nb.cells.index(cell)
         nb.cells.insert(at + 1, nbformat.v4.new_code_cell(f"time.sleep({LINGER_S})  # the fix in force, recorded"))
         nb.cells.insert(at, nbformat.v4.new_code_cell(f"time.sleep({LOOK_S})  # a learner reading, recorded"))

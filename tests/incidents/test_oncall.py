@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 from grader.course import SOURCE
-from grader.seen_oncall import RIGHT_FIXES
+from grader.seen_oncall import right_fixes
 from streamlab.course import incidents, oncall
 
 PAGE = SOURCE / "ONCALL.ipynb"
@@ -22,7 +22,7 @@ PAGE = SOURCE / "ONCALL.ipynb"
 # A learner's fixes, one per tagged cell: her cap with headroom, her idempotent write, her retention and
 # failOnDataLoss, the same the recorded run of `make seen` types in. Nothing in the course stores them: each is graded
 # only by what the pipeline does afterwards.
-LEARNER = RIGHT_FIXES
+LEARNER = right_fixes()
 
 
 @pytest.fixture

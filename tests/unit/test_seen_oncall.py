@@ -96,9 +96,9 @@ def test_a_run_that_does_not_show_the_story_is_refused_with_the_fix(tmp_path, sp
 def test_the_recorded_run_fixes_each_cell_and_is_no_learner_answer():
     page = nbformat.read(SOURCE / f"{seen_oncall.PAGE}.ipynb", as_version=4)
     tags = {t for c in page.cells for t in c.metadata.get("tags", [])}
-    assert set(seen_oncall.RIGHT_FIXES) <= tags
+    assert set(seen_oncall.right_fixes()) <= tags
     for cell in page.cells:  # the page's fix cells still hold the learner's placeholders
-        if set(cell.metadata.get("tags", [])) & set(seen_oncall.RIGHT_FIXES):
+        if set(cell.metadata.get("tags", [])) & set(seen_oncall.right_fixes()):
             assert "..." in cell.source or "change this" in cell.source
 
 
@@ -116,3 +116,23 @@ def test_the_site_draws_each_act_s_chart_on_the_on_call_page(tmp_path):
         rel = f"figures/{seen_oncall.FIGURE.format(n)}"
         assert rel in images, f"{rel} is not drawn on the page"
         assert (site.out / rel).read_bytes() == (SOURCE / rel).read_bytes(), f"{rel}: not this release's chart"
+
+
+def test_the_right_fixes_are_answers_kept_where_a_hub_learner_cannot_read_them():
+    """A hub's walls empty solutions/ (and tests/) for learners; grader/, streamlab/ and the student pages stay
+    readable. The recorded run's right fixes live in solutions/ only."""
+    assert seen_oncall.FIXES.parent == SOURCE
+    root = SOURCE.parent
+    readable = [p for folder in ("grader", "streamlab", "workshop", "bench", "docs", "notebooks")
+                for p in (root / folder).rglob("*") if p.suffix in (".py", ".md", ".json", ".ipynb") and p.is_file()]
+    for tag, fix in seen_oncall.right_fixes().items():
+        line = max(fix.splitlines(), key=len).strip()
+        found = [str(p.relative_to(root)) for p in readable if line in p.read_text(encoding="utf-8", errors="ignore")
+                 or json.dumps(line)[1:-1] in p.read_text(encoding="utf-8", errors="ignore")]
+        assert not found, f"{tag}'s fix is readable on a hub in {found}"
+
+
+def test_without_the_fixes_make_seen_says_so_in_one_line(tmp_path):
+    with pytest.raises(GraderError, match="right fixes are unreadable") as err:
+        seen_oncall.right_fixes(tmp_path / "none.json")
+    assert "\n" not in str(err.value)
