@@ -53,8 +53,8 @@ def setup(cluster: bool = False):
         if settings.grading:
             print("cluster   not started while grading (the graded checks need no cluster)")
         else:
-            print(f"cluster   not started: this lab's Kafka is {settings.kafka_bootstrap} (KAFKA_BOOTSTRAP)\n"
-                  "          the cluster demos kill the lab's own brokers: `make lab CLUSTER=1` on your machine")
+            print(f"cluster   not started: the lab uses {settings.kafka_bootstrap} (KAFKA_BOOTSTRAP); "
+                  "the cluster demos need `make lab CLUSTER=1`")
     elif cluster:
         os.environ["STREAMLAB_CLUSTER"] = "1"
     bootstrap = ensure_broker()
