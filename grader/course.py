@@ -235,6 +235,20 @@ def stale_releases(out: Path = RELEASE, source: Path = SOURCE) -> list[str]:
 PAGE_FIGURES = "figures"  # the top-level pages' figures: solutions/figures/ -> notebooks/figures/
 
 
+def place_below(nb, at: int, cell_id: str, text: str) -> bool:
+    """Put `text` in markdown cell `cell_id` right below cell `at`: update it if it is there, else insert it (True)."""
+    import nbformat
+
+    below = nb.cells[at + 1] if at + 1 < len(nb.cells) else None
+    if below is not None and below.get("id") == cell_id:
+        below.source = text
+        return False
+    cell = nbformat.v4.new_markdown_cell(text)
+    cell["id"] = cell_id
+    nb.cells.insert(at + 1, cell)
+    return True
+
+
 def pages(source: Path = SOURCE) -> list[Path]:
     """The course's notebooks that are no assignment (the home, START-HERE.ipynb): `source`'s top-level notebooks."""
     return sorted(source.glob("*.ipynb")) if source.is_dir() else []

@@ -19,7 +19,7 @@ import base64
 import re
 from pathlib import Path
 
-from .course import SOURCE, GraderError, assignments
+from .course import SOURCE, GraderError, assignments, place_below
 from .site import DEMO_SECONDS
 
 FRAME = ("image/png", "application/vnd.jupyter.widget-view+json")  # a demo's frozen last frame has both
@@ -89,13 +89,7 @@ def apply(aid: str, executed: Path, source: Path = SOURCE) -> list[str]:
         for name, png in zip(names, pngs):
             (source / aid / "figures" / name).write_bytes(png)
         text = seen_cell_source(names, [_alt(nb.cells[at].source, k, len(pngs)) for k in range(len(pngs))])
-        below = nb.cells[at + 1] if at + 1 < len(nb.cells) else None
-        if below is not None and below.get("id") == CELL_ID.format(cell_id):
-            below.source = text
-        else:
-            cell = nbformat.v4.new_markdown_cell(text)
-            cell["id"] = CELL_ID.format(cell_id)
-            nb.cells.insert(at + 1, cell)
+        if place_below(nb, at, CELL_ID.format(cell_id), text):
             index = {c.get("id"): i for i, c in enumerate(nb.cells)}
         written += names
     nbformat.write(nb, path)

@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from .course import PAGE_FIGURES, RELEASE, SOURCE, GraderError
+from .course import PAGE_FIGURES, RELEASE, SOURCE, GraderError, place_below
 
 PAGE = "ONCALL"
 SAMPLES = f"{PAGE}-seen.json"  # in the executed folder, beside the modules' executed notebooks
@@ -480,13 +480,7 @@ def apply(executed: Path, source: Path = SOURCE) -> list[str]:
                               "give grader/seen_oncall.py's UNDER its new id")
         text = cell_source(n, alt(story))
         at = ids.index(UNDER[n])
-        below = nb.cells[at + 1] if at + 1 < len(nb.cells) else None
-        if below is not None and below.get("id") == CELL_ID.format(n):
-            below.source = text
-        else:
-            cell = nbformat.v4.new_markdown_cell(text)
-            cell["id"] = CELL_ID.format(n)
-            nb.cells.insert(at + 1, cell)
+        place_below(nb, at, CELL_ID.format(n), text)
         written.append(FIGURE.format(n))
     nbformat.write(nb, path)
     return written
