@@ -16,7 +16,7 @@ from streamlab.lab.broker import ensure_broker, probe
 from streamlab.lab.topics import admin, describe_topic
 
 _made_groups: list[str] = []
-_made_on: list[str] = []  # the broker committing_consumer made them on (the kernel's exit uses only that one)
+_made_on: str | None = None  # the broker committing_consumer last made one on (the kernel's exit uses only that one)
 
 
 def consumer_groups(bootstrap: str | None = None):
@@ -47,9 +47,10 @@ def committing_consumer(topic: str, n: int, group: str | None = None, bootstrap:
     """
     from kafka import KafkaConsumer
 
+    global _made_on
     group = group or f"plain-app-{uuid.uuid4().hex[:6]}"
     bootstrap = bootstrap or ensure_broker()
-    _made_on[:] = [bootstrap]
+    _made_on = bootstrap
     consumer = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
                              auto_offset_reset="earliest", enable_auto_commit=False)
     _made_groups.append(group)
@@ -120,8 +121,8 @@ def _at_exit() -> None:
     """Delete this kernel's groups on the broker they were made on, if it still answers: an exit never starts one
     (the learner may have stopped it)."""
     try:
-        if _made_groups and _made_on and probe(_made_on[-1], timeout=1.0) == "kafka":
-            forget_groups(_made_on[-1])
+        if _made_groups and _made_on and probe(_made_on, timeout=1.0) == "kafka":
+            forget_groups(_made_on)
     except Exception:  # noqa: BLE001 - at exit the broker may already be gone: nothing to say, nothing to do
         pass
 

@@ -144,7 +144,7 @@ def test_the_consumer_groups_step_never_starts_a_broker_at_exit(monkeypatch):
     monkeypatch.setattr(groups, "ensure_broker", lambda: started.append(1) or "127.0.0.1:1")
     monkeypatch.setattr(groups, "forget_groups", lambda bootstrap=None: forgot.append(bootstrap))
     monkeypatch.setattr(groups, "_made_groups", ["plain-app-1"])
-    monkeypatch.setattr(groups, "_made_on", ["127.0.0.1:1"])  # nothing listens on port 1
+    monkeypatch.setattr(groups, "_made_on", "127.0.0.1:1")  # nothing listens on port 1
     groups._at_exit()
     assert started == [] and forgot == []
     monkeypatch.setattr(groups, "probe", lambda bootstrap, timeout=2.0: "kafka")
