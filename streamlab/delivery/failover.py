@@ -27,8 +27,9 @@ import time
 
 from streamlab.delivery.counting import count_delivery
 from streamlab.demo.controls import answer_while_busy
-from streamlab.demo.loop import running_demos
+from streamlab.demo.loop import play_due, running_demos
 from streamlab.demo.state import DemoState, alias
+from streamlab.demo.widgets import freeze, png, show_box
 from streamlab.lab import cluster
 from streamlab.lab.producer import close_now
 from streamlab.lab.wait import wait_until
@@ -72,8 +73,15 @@ class FailoverDemo:
 
     What it has in common with the live demo is kept where the live demo keeps it, a `DemoState` (`demo.state`):
     the clock (`t0`, `wall0`; `live_from`, the first batch's time), the batches (`history`, read as `batches`), the
-    lines of what happened (`events`), the query, the lock, the stop (`done`), and how it ended (`ended`, `error`).
-    Its kills, sinks, producer thread and table are its own."""
+    lines of what happened (`events`), the query, the lock, the stop (`done`), how it ended (`ended`, `error`), and
+    the script (`pending_script`, `applied`), played by the live demo's player (`loop.play_due`). Its box is shown
+    and frozen by the live demo's helpers (`widgets.show_box`, `widgets.freeze`).
+
+    Its own, because they differ: its kills, sinks and table; its producer thread, which keeps the id of every
+    record the broker acknowledged (the counts of copies need them; a BackgroundProducer counts, it keeps no ids);
+    and the thread its script plays in, because a kill step may wait for a broker to come back, where a live demo's
+    knob moves are played by its loop at each look. Its `events` are text lines, the live demo's Spark's progress
+    events (a kill line is what a live demo calls a mark)."""
 
     batches = alias("history")  # one dict per batch: which executor read which partition, how long it took
     events = alias("events")  # "  5.1 s  kill -9 broker 2, leader of partition 0": what happened, when
@@ -87,6 +95,7 @@ class FailoverDemo:
         self.restart_after, self.with_sinks, self.show = restart_after, sinks, show
         self.seconds = capped(self.seconds, [t for t, _ in self.script])
         self.state = DemoState()
+        self.state.pending_script = sorted(self.script)  # played by _play, in time order
         self.acked: set[int] = set()
         self.sent = 0
         self.failed_sends = 0
@@ -203,15 +212,24 @@ class FailoverDemo:
         return self.now() - self.state.live_from if self.state.live_from is not None else 0.0
 
     def _play(self) -> None:
-        for at, action in sorted(self.script):
-            # A broker killed earlier must be back first: two down would leave the controllers without a majority.
-            while self._since_first_batch() < at or self.killed_nodes or self._armed_work:
-                if self.state.done.wait(0.2):
-                    return
-            try:
-                (self.kill_executor if action == "executor" else self.kill_leader)()
-            except Exception as exc:
-                self._event(f"{action}: {first_line(exc)}")
+        """The script's thread: each kill at its time after the first batch, by the live demo's player; a kill waits
+        until a broker killed before is back (two down would leave the controllers without a majority) and the
+        executor kill armed before has met its batch. Ends when the script does or the demo is stopped."""
+        def ready() -> bool:
+            return not (self.killed_nodes or self._armed_work)
+
+        while self.state.pending_script:
+            play_due(self.state, self._since_first_batch(), self.now(), self._kill, ready)
+            if self.state.pending_script and self.state.done.wait(0.2):
+                return
+
+    def _kill(self, step, _now: float) -> None:
+        """Play one script step (at, "executor" | "leader"); a kill that cannot be done is a line of events."""
+        action = step[1]
+        try:
+            (self.kill_executor if action == "executor" else self.kill_leader)()
+        except Exception as exc:
+            self._event(f"{action}: {first_line(exc)}")
 
     # --- the failures -------------------------------------------------------------------------------------------
     def kill_executor(self, *_args) -> None:
@@ -365,7 +383,6 @@ class FailoverDemo:
     # --- the view -----------------------------------------------------------------------------------------------
     def _widget(self) -> None:
         import ipywidgets as widgets
-        from IPython.display import display
 
         kill_exec = widgets.Button(description="kill an executor mid-batch", button_style="danger",
                                    layout=widgets.Layout(width="230px"))
@@ -378,18 +395,13 @@ class FailoverDemo:
         answer_while_busy(self._buttons)
         self._html = widgets.HTML(value=self.html())
         self._box = widgets.VBox([widgets.HBox([kill_exec, kill_leader]), self._html])
-        self._handle = display(self._box, display_id=True)
+        self._handle = show_box(self._box)
 
     def _freeze(self) -> None:
         """Keep the last view as a PNG beside the live box: what a saved notebook, the site or `make seen` shows."""
         if self._handle is None or self._box is None:
             return
-        from streamlab.demo.widgets import png
-
-        bundle = self._box._repr_mimebundle_()
-        bundle["image/png"] = png(self.figure())
-        bundle.pop("text/plain", None)
-        self._handle.update(bundle, raw=True)
+        freeze(self._handle, self._box, png(self.figure()))
 
     def _safely(self, action) -> None:
         if self.state.done.is_set():
@@ -613,14 +625,14 @@ def producer_settings(settings) -> dict:
     return dict(settings)
 
 
-def leader_kill_under(settings, records: int = 60, bootstrap: str | None = None) -> dict:
+def leader_kill_under(settings, records: int = 60, bootstrap: str | None = None, topic: str | None = None) -> dict:
     """Kill a partition's leader under a producer with `settings` and count what survived (module 9's Exercise 5).
 
     Both followers are paused (as in acks_experiment) while the producer sends `records`, so whatever only the leader
     held dies with it; then the leader is killed, the followers resume and elect a new one, and the producer gets
     until its own delivery timeout (at most SETTLE_CAP_S) to settle each record. What the partition holds is counted
     with the course's one rule against the ids the producer had acknowledged. `survived`: every record acknowledged,
-    none lost, none twice."""
+    none lost, none twice. `topic`: one the caller made and deletes (the grader's process), else a new_topic()."""
     import streamlab
     from kafka import KafkaProducer
     from streamlab.lab.topics import records as read_records
@@ -628,7 +640,7 @@ def leader_kill_under(settings, records: int = 60, bootstrap: str | None = None)
     settings = producer_settings(settings)
     _need_cluster()
     bootstrap = bootstrap or cluster.bootstrap()
-    topic = streamlab.new_topic("leader-kill", partitions=1)
+    topic = topic or streamlab.new_topic("leader-kill", partitions=1)  # the caller's: one partition, 3 replicas
     wait_until(lambda: len(cluster.isr_of(topic)) == cluster.NODES, 30, retry_on=(Exception,))  # a node just back
     leader = cluster.leader_of(topic)
     followers = [n for n in range(1, cluster.NODES + 1) if n != leader]

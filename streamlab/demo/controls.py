@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from streamlab.demo import settings as _settings
 from streamlab.demo.charts import RESTART_COLOR
-from streamlab.demo.widgets import slider
+from streamlab.demo.widgets import freeze, show_box, slider
 
 KNOBS = ("rate", "cap", "trigger", "cost", "partitions", "min_partitions", "min_offsets", "max_delay")
 RESTARTING = ("cap", "trigger", "cost", "min_partitions", "min_offsets", "max_delay")  # read when a query starts
@@ -106,12 +106,17 @@ def check_range(knob: str, span, controls: tuple) -> tuple[int, int, int]:
 
 
 class Controls:
-    """The controls of a `LiveDemo` (a mixin: what they share with the loop is `self.state`, a `DemoState`; the
-    widgets are their own)."""
+    """The controls of a demo: an object the demo holds (`demo.controls`), as it holds its loop.
 
-    def _init_controls(self, plan: ControlPlan) -> None:
-        """The controls' part of the demo's state: what may move, the script, and the widgets (made at start)."""
-        self.controls, self.burst_size = plan.controls, plan.burst
+    What they share with the loop is the demo's `state` (a DemoState); the widgets are their own. Of the demo they
+    ask what runs (topic, sources, label, bootstrap), the clock (now, settings), the readout and chart
+    (readout_html, png), a new producer after new partitions (_new_producer) and the stop button's stop_soon. The
+    loop asks them to play a script step (`_play`) and to show the readout, the picture and the end."""
+
+    def __init__(self, demo, plan: ControlPlan):
+        """The controls of `demo` as `plan` says: what may move, the script, and the widgets (made at start)."""
+        self.demo = demo
+        self.names, self.burst_size = plan.controls, plan.burst  # names: the knobs with a slider ("burst": a button)
         self.knobs = {k.name: k for k in plan.knobs}
         self.knob_values = {k.name: k.value for k in plan.knobs}  # the configuration's knobs, as last moved
         self.script = list(plan.script)
@@ -128,6 +133,11 @@ class Controls:
         self._buttons: list = []
         self._widgets_made = False
 
+    @property
+    def state(self):
+        """The demo's DemoState, shared with the loop."""
+        return self.demo.state
+
     def _check_script(self) -> None:
         """Every step of the script names a knob and a value it can take (refused here, not mid-demo)."""
         for step in self.state.pending_script:
@@ -138,7 +148,7 @@ class Controls:
                 _settings.check_rate(step[1])
             elif step[1] == "burst":
                 _settings.check_burst(step[2])
-            elif step[1] in self.knobs or step[1] in KNOBS or step[1].removeprefix("rate:") in self.sources:
+            elif step[1] in self.knobs or step[1] in KNOBS or step[1].removeprefix("rate:") in self.demo.sources:
                 self.checked(step[1], step[2])
             else:
                 raise _settings.KnobError(f"the script moves an unknown knob {step[1]!r}; one of "
@@ -147,7 +157,7 @@ class Controls:
     def set(self, knob: str, value) -> None:
         """Turn a knob as its control would: the rate at once, partitions by a CreatePartitions request, the cap,
         trigger, cost and minPartitions by restarting the query on the same checkpoint."""
-        if knob not in KNOBS and knob not in self.knobs and knob.removeprefix("rate:") not in self.sources:
+        if knob not in KNOBS and knob not in self.knobs and knob.removeprefix("rate:") not in self.demo.sources:
             known = ", ".join((*KNOBS, *self.knobs, *self._rate_knobs()))
             raise _settings.KnobError(f"unknown knob {knob!r}; one of {known}")
         value = self.checked(knob, value)  # refused here, in the cell that gave it, not by the running query
@@ -169,7 +179,7 @@ class Controls:
             elif knob == "partitions":
                 self._grow(value)
             elif knob.startswith("rate:"):
-                source = self.sources[knob.removeprefix("rate:")]
+                source = self.demo.sources[knob.removeprefix("rate:")]
                 source.rate = value
                 if knob[5:] in self.state.producers:
                     self.state.producers[knob[5:]].set_rate(value)
@@ -204,11 +214,11 @@ class Controls:
             return _settings._number(own.label, value, whole=True, lo=own.lo, hi=own.hi,
                                      what=f"a whole number from {own.lo} to {own.hi}")
         if knob.startswith("rate:"):
-            return _settings.check_rate(value, f"{self.sources[knob[5:]].label or knob[5:]} rate")
+            return _settings.check_rate(value, f"{self.demo.sources[knob[5:]].label or knob[5:]} rate")
         return _settings.check_knob(knob, value)
 
     def _rate_knobs(self) -> list[str]:
-        return [f"rate:{t}" for t in self.sources]
+        return [f"rate:{t}" for t in self.demo.sources]
 
     def burst(self, n: int | None = None) -> None:
         """Make the producer send `n` extra records at once (the burst button's size by default)."""
@@ -216,7 +226,7 @@ class Controls:
         if self.state.ended or self.state.producer is None or not self.state.producer.running:
             return
         self.state.producer.burst(n)
-        self.state.marks.append((self.now(), f"burst {n:,}"))
+        self.state.marks.append((self.demo.now(), f"burst {n:,}"))
         self.state.wake.set()
 
     def extend(self, seconds: float = 30.0) -> None:
@@ -233,9 +243,9 @@ class Controls:
 
     def _note(self, text: str, restart: bool) -> None:
         if self.state.t0:
-            self.state.timeline.append((self.now(), self.settings))
+            self.state.timeline.append((self.demo.now(), self.demo.settings))
             if not restart and not self.state.auto:
-                self.state.marks.append((self.now(), text))
+                self.state.marks.append((self.demo.now(), text))
 
     def _grow(self, wanted: int) -> None:
         from streamlab.lab.topics import add_partitions
@@ -245,12 +255,12 @@ class Controls:
             if "partitions" in self._sliders:
                 self._sliders["partitions"].value = current
             return
-        add_partitions(self.topic, wanted, self.bootstrap)
+        add_partitions(self.demo.topic, wanted, self.demo.bootstrap)
         self.state.stream["partitions"] = wanted
         self._note(f"{wanted} partitions", restart=False)
         if self.state.producer is not None:  # round-robin over every partition, the new ones included
             self.state.producer.stop()
-            self.state.producer = self._new_producer()
+            self.state.producer = self.demo._new_producer()
 
     # -- what the loop shows through them ------------------------------------------------------------------------
     def _play(self, step, now: float) -> None:
@@ -276,7 +286,7 @@ class Controls:
     def _show_readout(self, now: float, ended: bool | None = None) -> None:
         """The readout under the controls, from any thread (a widget's value reaches the browser from any)."""
         if self._widgets_made:
-            self._readout.value = self.readout_html(now, self.state.ended if ended is None else ended)
+            self._readout.value = self.demo.readout_html(now, self.state.ended if ended is None else ended)
 
     def _show_picture(self, picture: bytes) -> None:
         """The chart under the readout (PNG bytes), from any thread."""
@@ -288,14 +298,14 @@ class Controls:
         the cell's thread on ■, while the poller may still be inside a client call)."""
         if self._widgets_made:
             self._sync_controls(disable=True)
-            self._show_readout(self.now(), ended=True)
+            self._show_readout(self.demo.now(), ended=True)
 
     def _show_last(self) -> None:
         """The ended demo's last readout and chart, once its query and producers stopped."""
         if self._widgets_made:
-            self._show_readout(self.now(), ended=True)
+            self._show_readout(self.demo.now(), ended=True)
             try:
-                self._image.value = self.png()
+                self._image.value = self.demo.png()
             except Exception:  # noqa: BLE001 - the interpreter is shutting down: the last picture stays
                 pass
 
@@ -315,26 +325,26 @@ class Controls:
                                           "widen the range or start inside it")
             return slider(description, value, lo, hi, step)
 
-        if "rate" in self.controls:
-            name = f"{self.label} (rec/s)" if self.sources else "producer rate (rec/s)"
+        if "rate" in self.names:
+            name = f"{self.demo.label} (rec/s)" if self.demo.sources else "producer rate (rec/s)"
             self._sliders["rate"] = knob_slider("rate", name, s["rate"])
-            for topic, source in self.sources.items():
+            for topic, source in self.demo.sources.items():
                 self._sliders[f"rate:{topic}"] = knob_slider("rate", f"{source.label or topic} (rec/s)", source.rate)
-        if "cap" in self.controls:
+        if "cap" in self.names:
             self._sliders["cap"] = knob_slider("cap", "maxOffsetsPerTrigger (0=none)", s["cap"] or 0)
-        if "trigger" in self.controls:
+        if "trigger" in self.names:
             self._sliders["trigger"] = knob_slider("trigger", "trigger interval (ms)", int(s["trigger_seconds"] * 1000))
-        if "cost" in self.controls:
+        if "cost" in self.names:
             self._sliders["cost"] = knob_slider("cost", "cost per record (µs)", int(s["cost_ms"] * 1000))
-        if "partitions" in self.controls:
+        if "partitions" in self.names:
             self._sliders["partitions"] = knob_slider("partitions", "topic partitions", s["partitions"] or 1)
-        if "min_partitions" in self.controls:
+        if "min_partitions" in self.names:
             self._sliders["min_partitions"] = knob_slider("min_partitions", "minPartitions (0 = unset)",
                                                           s["min_partitions"])
-        if "min_offsets" in self.controls:
+        if "min_offsets" in self.names:
             self._sliders["min_offsets"] = knob_slider("min_offsets", "minOffsetsPerTrigger (0 = unset)",
                                                        s["min_offsets"])
-        if "max_delay" in self.controls:
+        if "max_delay" in self.names:
             self._sliders["max_delay"] = knob_slider("max_delay", "maxTriggerDelay (ms, 0 = 15 min)",
                                                      int(s["max_delay_seconds"] * 1000))
         for knob in self.knobs.values():
@@ -350,14 +360,14 @@ class Controls:
         self._convert = convert
         for knob, widget in self._sliders.items():
             widget.observe(lambda change, k=knob: self._moved(k, change["new"]), names="value")
-        if "burst" in self.controls:
+        if "burst" in self.names:
             b = W.Button(description=f"burst {self.burst_size:,}", icon="bolt", layout=W.Layout(width="140px"))
             b.on_click(lambda _: self.burst())
             self._buttons.append(b)
         more = W.Button(description="+30 s", icon="clock-o", layout=W.Layout(width="90px"))
         more.on_click(lambda _: self.extend(30))
         stop = W.Button(description="stop demo", icon="stop", layout=W.Layout(width="120px"))
-        stop.on_click(lambda _: self.stop_soon())
+        stop.on_click(lambda _: self.demo.stop_soon())
         self._buttons += [more, stop]
         self._readout = W.HTML(value="<code>not started</code>")
         self._alert = W.HTML(value="")
@@ -371,14 +381,17 @@ class Controls:
         self.live_controls = answer_while_busy([*self._sliders.values(), *self._buttons])
 
     def _show(self) -> None:
-        from IPython.display import display
-
+        """Show the box (not for a demo a check runs for its numbers only: `on_screen` False)."""
         if not self.on_screen:  # a demo a check runs for its numbers: no box in the check cell's output
             return
-        bundle = self.box._repr_mimebundle_()
-        bundle["text/plain"] = f"LiveDemo on {self.topic} (runs in the background; the next cell waits for it)"
-        self._handle = display(bundle, raw=True, display_id=True)
+        self._handle = show_box(self.box, f"LiveDemo on {self.demo.topic} (runs in the background; the next cell "
+                                          "waits for it)")
 
+    def _freeze(self) -> None:
+        """Keep the box live for the browser and the chart as a PNG beside it (what a saved notebook shows)."""
+        if self._handle is None or not self._widgets_made:
+            return
+        freeze(self._handle, self.box, self.demo.png())
 
     def _moved(self, knob: str, shown) -> None:
         """A slider moved (by a person, or by the script through the slider): turn the knob; after the end, put
@@ -399,7 +412,7 @@ class Controls:
         if knob in self.knobs:
             return self.knob_values[knob]
         if knob.startswith("rate:"):
-            return self.sources[knob[5:]].rate
+            return self.demo.sources[knob[5:]].rate
         s = self.state.stream
         return {"rate": s["rate"], "cap": s["cap"] or 0, "trigger": int(round(s["trigger_seconds"] * 1000)),
                 "cost": int(round(s["cost_ms"] * 1000)), "partitions": s["partitions"] or 1,

@@ -5,7 +5,8 @@ query's progress events from one background thread. It is filed by what it does,
 
 - `settings`: the knobs a query starts with (cap, trigger, minPartitions, cost) and the producer's rate, in a
   small dataclass that validates every value, from the constructor, `set()`, a slider or a script alike;
-- `controls`: sliders and buttons on those knobs, which act even while another cell runs;
+- `controls`: sliders and buttons on those knobs, which act even while another cell runs, in a `Controls` the
+  demo holds (`demo.controls`), as it holds its loop;
 - `loop`: the producers, the query, restarts on the same checkpoint, and the polling thread, in a `LiveLoop`
   the demo holds (`demo.loop`), whose every look is its list of named `steps`;
 - `state`: what the loop and the controls share (the knobs in force, the timeline and marks, the running
@@ -115,7 +116,7 @@ def duration_cap() -> float | None:
     return GRADING_SECONDS if lab_settings.grading else None
 
 
-class LiveDemo(Controls):
+class LiveDemo:
     """Producer → Kafka → a Structured Streaming query, with controls, a one-line readout and Spark UI's charts.
 
     `LiveDemo(spark, topic, **options)`: each option belongs to one part of the demo and is checked there, before
@@ -146,14 +147,15 @@ class LiveDemo(Controls):
         self.spark, self.topic = spark, topic
         state_of(self).stream = stream  # the state the loop and the controls share (state.py)
         self.loop = LiveLoop(self, run)  # producers, query and the polling thread (loop.py)
-        self._init_controls(control)
+        self.controls = Controls(self, control)  # sliders, buttons, the script's moves, the box (controls.py)
         self.charts, self.lag_lines, self.title, self.panels = chart.charts, chart.lag_lines, chart.title, chart.panels
         self.status, self.show_offsets = chart.status, chart.show_offsets
         self.query = _QueryHandle(self)
-        self._check_script()  # needs every part: a step may move a source's rate or the configuration's own knob
+        self.controls._check_script()  # needs every part: a step may move a source's rate or a configuration's knob
         for knob, (lo, hi, _) in self.ranges.items():  # a slider must be able to show the value it starts at
-            if knob != "partitions" and not lo <= self._shown(knob) <= hi:
-                raise KnobError(f"{knob} starts at {self._shown(knob)}, outside its slider's range {lo}..{hi}: "
+            shown = self.controls._shown(knob)
+            if knob != "partitions" and not lo <= shown <= hi:
+                raise KnobError(f"{knob} starts at {shown}, outside its slider's range {lo}..{hi}: "
                                 "widen the range or start inside it")
 
     __init__.__signature__ = _signature()
@@ -250,9 +252,9 @@ class LiveDemo(Controls):
             # within the first seconds)
             steps = [step[0] + 10 for step in self.script] if self.script_in == "seconds" else []
             self.duration = min(self.duration, max([cap, *steps]))
-        self._make_widgets()
+        self.controls._make_widgets()
         self.loop.start()
-        self._show()
+        self.controls._show()
         self.loop.follow()
 
     def stop_soon(self) -> None:
@@ -281,7 +283,7 @@ class LiveDemo(Controls):
             while self.loop.thread is not None and self.loop.thread.is_alive():
                 self.loop.thread.join(0.25)  # short joins: ■ is answered at once
             self.stop()
-            self._freeze()
+            self.controls._freeze()
         except KeyboardInterrupt:
             # The poller stops query and producer by itself (its `finally`); the cell answers at once, in one line.
             self.drain = False  # ■ means now: no waiting for the query to read what was sent
@@ -320,14 +322,35 @@ class LiveDemo(Controls):
         """Record one progress event (a dict) seen at `now` s; returns its row."""
         return self.loop.add_event(p, now, latest)
 
+    # -- the controls' moves, under the demo's names (notebooks and checks call them on the demo) ------------------
+    def set(self, knob: str, value) -> None:
+        """Turn a knob as its control would: the rate at once, partitions by a CreatePartitions request, the cap,
+        trigger, cost and minPartitions by restarting the query on the same checkpoint."""
+        self.controls.set(knob, value)
+
+    def checked(self, knob: str, value):
+        """The value `knob` would take, or a KnobError (one line, naming the knob) for one it cannot."""
+        return self.controls.checked(knob, value)
+
+    def burst(self, n: int | None = None) -> None:
+        """Make the producer send `n` extra records at once (the burst button's size by default)."""
+        self.controls.burst(n)
+
+    def extend(self, seconds: float = 30.0) -> None:
+        """Let a running demo run `seconds` longer."""
+        self.controls.extend(seconds)
+
+    def warn(self, message: str) -> None:
+        """Show a warning line under the readout (e.g. a LagMonitor's on_warning); safe from any thread."""
+        self.controls.warn(message)
+
+    def show_ended(self) -> None:
+        """Grey out the controls and say `ended` in the readout."""
+        self.controls.show_ended()
+
     def _freeze(self) -> None:
-        # The live box stays for the browser; the PNG is what nbconvert, a saved notebook or no widget manager shows.
-        if self._handle is None or not self._widgets_made:
-            return
-        bundle = self.box._repr_mimebundle_()
-        bundle["image/png"] = self.png()
-        bundle.pop("text/plain", None)
-        self._handle.update(bundle, raw=True)
+        """The box's saved output: the live box for the browser, the chart as a PNG beside it (CrashDemo's wait())."""
+        self.controls._freeze()
 
     # -- what it shows --------------------------------------------------------------------------------------------
     def readout(self, now: float) -> str:
@@ -378,13 +401,13 @@ class LiveDemo(Controls):
         s = self.state.stream
         parts = [f"cap {s['cap']}" if s["cap"] else "no cap",
                  f"trigger {s['trigger_seconds']:g} s" if s["trigger_seconds"] else "trigger as fast as possible"]
-        if s["cost_ms"] or "cost" in self.controls:
+        if s["cost_ms"] or "cost" in self.controls.names:
             parts.append(f"cost {s['cost_ms'] * 1000:g} µs/rec")
-        if "partitions" in self.controls or "tasks" in self.charts:
+        if "partitions" in self.controls.names or "tasks" in self.charts:
             parts.append(f"partitions {s['partitions']}")
-        if s["min_partitions"] or "min_partitions" in self.controls:
+        if s["min_partitions"] or "min_partitions" in self.controls.names:
             parts.append(f"minPartitions {s['min_partitions'] or 'unset'}")
-        if s["min_offsets"] or "min_offsets" in self.controls or "max_delay" in self.controls:
+        if s["min_offsets"] or "min_offsets" in self.controls.names or "max_delay" in self.controls.names:
             parts.append(f"minOffsetsPerTrigger {s['min_offsets'] or 'unset'}")
             parts.append(f"maxTriggerDelay {s['max_delay_seconds']:g} s" if s["max_delay_seconds"]
                          else "maxTriggerDelay 15 min")
@@ -437,17 +460,25 @@ class _QueryHandle:
         return not self._demo.ended  # a monitor made before start() must not stop at once
 
 
-# What the loop runs, under the demo's names: notebooks, checks and module configurations read them on the demo.
+# What the loop runs and what the controls hold, under the demo's names: notebooks, checks, module configurations
+# and tests read (and set) them on the demo.
 LOOP_NAMES = ("duration", "starting_offsets", "bootstrap", "stop_after_script", "stop_when_caught_up", "sources",
               "topics", "value_fn", "key_fn", "label", "on_batch", "restart_on", "drain", "checkpoint")
+CONTROL_NAMES = ("knobs", "knob_values", "script", "script_in", "script_until_touched", "ranges", "burst_size",
+                 "alert_text", "live_controls", "on_screen", "box",
+                 # the widgets and the view's steps, which the unit tests drive as the browser and the loop would
+                 "_sliders", "_buttons", "_readout", "_image", "_handle", "_make_widgets", "_show_readout", "_play")
 
 
-def _on_loop(name: str) -> property:
-    """A property of the demo that reads and writes its loop's attribute `name`."""
-    return property(lambda demo: getattr(demo.loop, name), lambda demo, value: setattr(demo.loop, name, value),
-                    doc=f"The demo's `loop.{name}` (see LiveLoop and RunPlan).")
+def _held(part: str, name: str) -> property:
+    """A property of the demo that reads and writes the attribute `name` of the part it holds as `part`."""
+    return property(lambda demo: getattr(getattr(demo, part), name),
+                    lambda demo, value: setattr(getattr(demo, part), name, value),
+                    doc=f"The demo's `{part}.{name}`.")
 
 
 for _name in LOOP_NAMES:
-    setattr(LiveDemo, _name, _on_loop(_name))
+    setattr(LiveDemo, _name, _held("loop", _name))
+for _name in CONTROL_NAMES:
+    setattr(LiveDemo, _name, _held("controls", _name))
 add_aliases(LiveDemo)  # demo.timeline, demo._t0, demo._settings, … read and write demo.state

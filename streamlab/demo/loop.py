@@ -69,6 +69,20 @@ def redraw_interval(draw_seconds: float) -> float:
     return min(REDRAW_AT_MOST_S, max(REDRAW_EVERY_S, draw_seconds / DRAW_SHARE))
 
 
+def play_due(state, clock: float, now: float, play: Callable, ready: Callable[[], bool] = lambda: True) -> int:
+    """The script player both kinds of demo use: play the steps of `state.pending_script` (in time order) due by
+    `clock`, each noted in `state.applied` at `now` and handed to `play(step, now)`; returns how many it played.
+    `ready()` holds a due step, and the rest behind it, until it says yes: module 9's kill steps wait so for a broker
+    killed before to be back (FailoverDemo); a live demo's knob moves never wait."""
+    played = 0
+    while state.pending_script and state.pending_script[0][0] <= clock and ready():
+        step = state.pending_script.pop(0)
+        state.applied.append((round(now, 2), step))
+        play(step, now)
+        played += 1
+    return played
+
+
 @dataclass
 class Source:
     """One more topic the demo's query reads, fed by its own producer (record i = `value_fn(i)`, key `key_fn(i)`),
@@ -127,10 +141,11 @@ class LiveLoop:
     """The producers, the query and the polling thread of one demo: an object the demo holds (`demo.loop`).
 
     What it shares with the controls is the demo's `state` (a DemoState); the rest below is its own. Of the demo it
-    asks the session and topic, what may move (controls, knobs, knob_values, script_in, charts), the clock (now,
-    settings), and the view: _show_readout, _show_picture, png, _show_last, show_ended, warn, and _play for a
-    script's step. Two steps are the demo's, so that a module's demo can add to them (ControlledDemo, CrashDemo):
-    `_apply_script` at every look and `_drain` at the end; the demo's own versions hand them back to the loop.
+    asks the session and topic, the charts, the clock (now, settings) and the chart's picture (png); of the demo's
+    controls (`demo.controls`), what may move (names, knobs, knob_values, script_in) and the view: _show_readout,
+    _show_picture, _show_last, show_ended, warn, and _play for a script's step. Two steps are the demo's, so that a
+    module's demo can add to them (ControlledDemo, CrashDemo): `_apply_script` at every look and `_drain` at the
+    end; the demo's own versions hand them back to the loop.
     """
 
     def __init__(self, demo, plan: RunPlan):
@@ -165,7 +180,7 @@ class LiveLoop:
             ("script", lambda now: self.demo._apply_script(now)),  # due script steps (a configuration adds its own)
             ("collect", lambda now: self._collect(self.state.query)),  # finished batches become rows
             ("sample", self._look_at_lag),  # the broker's latest offsets: the lag
-            ("readout", lambda now: self.demo._show_readout(now)),
+            ("readout", lambda now: self.demo.controls._show_readout(now)),
             ("picture", self._redraw),  # the chart, at most once a second (never where nobody watches)
         ]
 
@@ -205,7 +220,7 @@ class LiveLoop:
         from streamlab.lab.producer import BackgroundProducer
 
         # With a partitions control, write round-robin to every partition so each has records in every batch.
-        parts = range(self.state.stream["partitions"]) if "partitions" in self.demo.controls else None
+        parts = range(self.state.stream["partitions"]) if "partitions" in self.demo.controls.names else None
         return BackgroundProducer(self.demo.topic, rate=self.state.stream["rate"], partitions=parts, key_fn=self.key_fn,
                                   value_fn=self.value_fn, bootstrap=self.bootstrap).start()
 
@@ -260,7 +275,7 @@ class LiveLoop:
             while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
                 if time.monotonic() - shown >= 0.25:
                     self._collect(query)
-                    self.demo._show_readout(self.demo.now())
+                    self.demo.controls._show_readout(self.demo.now())
                     shown = time.monotonic()
                 time.sleep(0.02)
             self._collect(query)  # the last batches of this run
@@ -276,15 +291,15 @@ class LiveLoop:
         if not knobs:
             return
         try:
-            self.demo._show_readout(self.demo.now())
+            self.demo.controls._show_readout(self.demo.now())
             prompt = by_person and self._never_idle()
             self._stop_query(idle_wait=RESTART_IDLE_WAIT_S if prompt else STOP_IDLE_WAIT_S)
             before = self.demo.settings
             for key, value in wanted.items():
                 self.state.stream[key] = value  # checked by set()
             changed = [_knob_text(k, self.state.stream[k]) for k in wanted if self.state.stream[k] != before[k]]
-            own = self.demo.knobs
-            changed += [f"{own[k].label} {self.demo.knob_values[k]}" for k in dict.fromkeys(knobs) if k in own]
+            own = self.demo.controls.knobs
+            changed += [f"{own[k].label} {self.demo.controls.knob_values[k]}" for k in dict.fromkeys(knobs) if k in own]
             self._relaunch("restart: " + (", ".join(changed) or "same settings"))
         finally:
             self.state.restarting = {}
@@ -420,14 +435,12 @@ class LiveLoop:
         if self.state.live_from is None:
             return
         state = self.state
-        by_batches = self.demo.script_in == "batches"
+        by_batches = self.demo.controls.script_in == "batches"
         clock = len([b for b in state.history if b["rows"]]) if by_batches else now - state.live_from
-        while self.state.pending_script and self.state.pending_script[0][0] <= clock:
-            step = self.state.pending_script.pop(0)
-            self.state.applied.append((round(now, 2), step))
-            self.demo._play(step, now)  # the controls move the knob, as a person's move would (controls.py)
-            if not self.state.pending_script and self.stop_after_script is not None:
-                self._stop_at_batches = len(self.state.history) + self.stop_after_script
+        # the controls move the knob, as a person's move would (controls.py)
+        if play_due(state, clock, now, self.demo.controls._play) and not state.pending_script \
+                and self.stop_after_script is not None:
+            self._stop_at_batches = len(state.history) + self.stop_after_script
 
     def _sample(self, now: float) -> int:
         latest = self._latest()
@@ -479,7 +492,7 @@ class LiveLoop:
             lost = self._broker_lost()
             if lost is not None:
                 self.state.error = self.state.lost = lost
-                self.demo.warn(lost)
+                self.demo.controls.warn(lost)
                 break
             if self.state.pending_restart:
                 self._restart()
@@ -492,13 +505,13 @@ class LiveLoop:
                     from streamlab.errors import first_line
 
                     self.state.error = first_line(exc, limit=300)
-                    self.demo.warn(f"the query failed: {self.state.error}")
+                    self.demo.controls.warn(f"the query failed: {self.state.error}")
                 elif not self.state.done.is_set():  # stopped by someone else: say who, if it was the broker watch
                     self._probed_at, self._misses = 0.0, BROKER_MISSES - 1
                     lost = self._broker_lost()
                     if lost is not None:
                         self.state.error = self.state.lost = lost
-                        self.demo.warn(lost)
+                        self.demo.controls.warn(lost)
                 break
             now = self.demo.now()
             if any(step(now) for _name, step in self.steps):
@@ -517,7 +530,7 @@ class LiveLoop:
         """The "picture" step: redraw the chart when it is due, backing off when drawing is slow."""
         if time.monotonic() - self._last_draw >= self._draw_every and not nobody_watches():
             began = time.monotonic()
-            self.demo._show_picture(self.demo.png())
+            self.demo.controls._show_picture(self.demo.png())
             self._last_draw = time.monotonic()
             self._draw_every = redraw_interval(self._last_draw - began)
 
@@ -530,7 +543,7 @@ class LiveLoop:
             self._probed_at, self._misses = 0.0, BROKER_MISSES - 1
             self.state.error = self._broker_lost() or first_line(exc, limit=300)
             error = self.state.error
-            self.demo.warn(error if error.startswith("The Kafka broker") else f"the demo stopped: {error}")
+            self.demo.controls.warn(error if error.startswith("The Kafka broker") else f"the demo stopped: {error}")
         finally:
             self._finish()
 
@@ -540,14 +553,14 @@ class LiveLoop:
                 return
             self.state.ended = True
         self.state.done.set()
-        self.demo.show_ended()  # first, so that nothing is moved while the demo stops
+        self.demo.controls.show_ended()  # first, so that nothing is moved while the demo stops
         if self.state.lost is not None:
             # Stopping a query, a producer and a consumer of a lost broker can take each their client's timeout:
             # the learner has the line already, so stop them in the background and let wait() return now.
             threading.Thread(target=self._stop_everything, name="streamlab-demo-stop", daemon=True).start()
         else:
             self._stop_everything()
-        self.demo._show_last()
+        self.demo.controls._show_last()
 
     def _stop_everything(self) -> None:
         """Stop the query (after the drain, if asked), the producers and the consumer; never raises."""
