@@ -152,6 +152,98 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0")
 
 
+# The checks only the lab's cluster can judge (checks.OnTheCluster): {task: (module, function)}, run here in the
+# grader's own process on plain data. A short list: a task is never a name the notebook chose.
+CLUSTER_TASKS = {"ex5_survives": ("streamlab.course.exercises.m09", "ex5_survives")}
+# Plain data the grader's own process makes fresh on the lab's cluster before a run, for checks that try the
+# learner's function on it (checks.cluster_input): {assignment: {name: (module, function)}}. Each function starts
+# what it needs itself (a Spark application of its own in a child process) and returns plain data.
+CLUSTER_INPUTS: dict[str, dict[str, tuple[str, str]]] = {}
+CLUSTER_ONLY = ("needs the lab's cluster, so it is left out of this total: grade it where `make lab CLUSTER=1` "
+                "runs the cluster")
+
+
+@contextmanager
+def given_on_cluster(made: dict):
+    """checks.cluster_input's data for the judging done in this thread inside the block."""
+    from streamlab.course import checks
+
+    previous = getattr(checks._state, "cluster_inputs", None)
+    checks._state.cluster_inputs = made
+    try:
+        yield
+    finally:
+        checks._state.cluster_inputs = previous
+
+
+def settle_on_cluster(run) -> None:
+    """Judge here the test cells that only the lab's cluster can judge, when it runs (else they stay left out):
+    the sandbox's kernel and worker may not kill the cluster's processes; this process may, as the lab's own."""
+    import importlib
+    import io
+    from contextlib import redirect_stdout
+
+    import nbformat
+
+    from streamlab.course import checks
+    from streamlab.delivery.failover import on_cluster
+    from streamlab.errors import first_line
+    from streamlab.lab import cluster
+
+    from .judge import judged_checks, score
+    from .runner import grade_id
+
+    pending = {gid: v for gid, v in run.verdicts.items()
+               if v.cluster is not None and v.cluster.get("task") and not v.cluster.get("ran")}
+    left_out = {gid for gid, v in run.verdicts.items() if v.cluster is not None and not v.cluster.get("task")}
+    for cell in run.nb.cells:  # an input the cluster did not give (none runs here): left out of the total
+        if grade_id(cell) in left_out:
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"○ {CLUSTER_ONLY}\n")]
+    if not pending or not (on_cluster() and cluster.running()):
+        for cell in run.nb.cells:
+            if grade_id(cell) in pending:
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"○ {CLUSTER_ONLY}\n")]
+        return
+    for gid, verdict in pending.items():
+        module, name = CLUSTER_TASKS.get(verdict.cluster["task"], (None, None))
+        out = io.StringIO()
+        with checks.recording() as record, redirect_stdout(out):
+            try:
+                if module is None:
+                    raise LookupError(f"no cluster task {verdict.cluster['task']!r} (tell the instructor)")
+                getattr(importlib.import_module(module), name)(*verdict.cluster["args"])
+            except Exception as exc:  # the learner's settings refused, or the cluster failed: no points
+                verdict.error = first_line(exc, 240)
+        verdict.checks, verdict.output, verdict.skipped = judged_checks(record), out.getvalue(), None
+        verdict.cluster["ran"] = True
+        score(verdict)
+        text = verdict.output + (f"✗ {verdict.error}\n" if verdict.error else "")
+        for cell in run.nb.cells:
+            if grade_id(cell) == gid:
+                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+
+
+def cluster_inputs(aid: str, notes: list[str]) -> dict:
+    """What CLUSTER_INPUTS asks for `aid`, made now on the lab's cluster when it runs ({} elsewhere); a maker that
+    fails leaves its checks out of the total, with one note saying why."""
+    import importlib
+
+    from streamlab.delivery.failover import on_cluster
+    from streamlab.errors import first_line
+    from streamlab.lab import cluster
+
+    wanted = CLUSTER_INPUTS.get(aid, {})
+    if not wanted or not (on_cluster() and cluster.running()):
+        return {}
+    made = {}
+    for name, (module, function) in wanted.items():
+        try:
+            made[name] = getattr(importlib.import_module(module), function)()
+        except Exception as exc:  # the cluster's fault, never the learner's: her checks are left out, not failed
+            notes.append(f"the cluster's {name} could not be made ({first_line(exc, 160)}): left out of the total")
+    return made
+
+
 def collect(run, tests, notes: dict[str, list[str]]) -> tuple[list[Exercise], list[str]]:
     """One row per test cell in the source's order, with the hint a learner needs; plus notes after the last test."""
     from .runner import grade_id
@@ -170,6 +262,9 @@ def collect(run, tests, notes: dict[str, list[str]]) -> tuple[list[Exercise], li
     for gid, test in tests.items():
         verdict = run.verdicts.get(gid)
         hints = list(notes.get(gid, []))
+        if verdict is not None and verdict.cluster is not None and not verdict.cluster.get("ran"):
+            exercises.append(Exercise(gid, 0.0, 0.0, "cluster", " | ".join(hints + [CLUSTER_ONLY])))
+            continue
         if verdict is None:
             points, why = 0.0, run.stopped or "the test did not run"
         else:
@@ -195,7 +290,7 @@ def table(result: Result, width: int = TABLE_WIDTH) -> str:
     import textwrap
 
     rows = [("exercise", "points", "status", "hint")]
-    marks = {"passed": "✓ passed", "partial": "◐ partial", "failed": "✗ failed"}  # no emoji font needed
+    marks = {"passed": "✓ passed", "partial": "◐ partial", "failed": "✗ failed", "cluster": "○ not here"}  # no emoji font needed
     for ex in result.exercises:
         rows.append((ex.grade_id, f"{_num(ex.points)}/{_num(ex.max_points)}", marks[ex.status], ex.hint))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
@@ -475,6 +570,7 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
             general.append(f"this notebook's saved output shows variant {worked_on}, but yours is {seed}: numbers "
                            "copied from it are not yours (restart the kernel, run all cells and answer again)")
         bootstrap = check_environment()
+        made_on_cluster = cluster_inputs(aid, general)
         with tempfile.TemporaryDirectory(prefix="streamlab-grading-") as work:
             box, why = make_sandbox(root, source, Path(work), hidden, bootstrap)
             if box is None and require_sandbox:
@@ -497,16 +593,21 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
             token = topic_owners.new_token() if box is not None and box.relay else None
             shared = {topic_owners.SHARED_ENV: token} if token else {}
             try:
+                # STREAMLAB_CLUSTER=0: the kernel never runs module 9's kills (its pid namespace cannot reach the
+                # cluster's processes); what only the cluster can judge is judged here after the run.
                 with setenv(STREAMLAB_GRADING="1", PYDEVD_DISABLE_FILE_VALIDATION="1", KAFKA_BOOTSTRAP=bootstrap,
+                            STREAMLAB_CLUSTER="0",
                             STREAMLAB_SEED=str(seed), STREAMLAB_ASSIGNMENT=aid,
                             **quiz_rounds_graded(student, aid, original, submitted, general), **private, **shared), \
                         topic_owners.holding(token) if token else nullcontext(), stderr_to(root / "kernel.log"), watch:
                     if box is None:
                         preload()  # the code files could change while learner code runs: import what checks use now
-                        outcome = run(graded_nb, tests, owners, Path(work), limit, None, judge_spark, audit=audit)
+                        with given_on_cluster(made_on_cluster):
+                            outcome = run(graded_nb, tests, owners, Path(work), limit, None, judge_spark, audit=audit)
                     else:
                         job = {"nb": graded_nb, "tests": {g: asdict(t) for g, t in tests.items()}, "owners": owners,
-                               "workdir": work, "timeout": limit, "kernel_sandbox": True, "audit": audit}
+                               "workdir": work, "timeout": limit, "kernel_sandbox": True, "audit": audit,
+                               "cluster_inputs": made_on_cluster}
                         outcome = _outcome(run_in_sandbox(box, job, root / "kernel.log", on_start=watch.attach))
             except GraderError:
                 if watch.lost:
@@ -517,6 +618,7 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
         if watch.lost:
             raise CouldNotGrade(watch.lost)
         _broker_still_there(bootstrap)
+        settle_on_cluster(outcome)
         result.exercises, trailing = collect(outcome, tests, per_cell)
         result.audit = outcome.audits
         result.notes = general + [f"after the last test: {t}" for t in trailing]

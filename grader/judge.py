@@ -71,6 +71,9 @@ class Verdict:
     output: str = ""
     error: str | None = None  # an exception that stopped the cell's checks
     skipped: str | None = None
+    # {"check", "task", "args"}: a check only the lab's cluster can judge (checks.OnTheCluster), which the grader's
+    # own process runs after the sandbox's run (grading.settle_on_cluster); "ran" is set once it did.
+    cluster: dict | None = None
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -305,6 +308,27 @@ class RemoteNotebook:
         return self.remote.call(self.ref(name)._path, args, kwargs)
 
 
+def score(verdict: Verdict) -> Verdict:
+    """Give a judged test cell its points: all when every check passed and nothing broke, else none."""
+    total = len(verdict.checks) + (1 if verdict.error else 0)
+    passed = sum(c.passed for c in verdict.checks)
+    # All or nothing per test cell: its checks try one behaviour on several inputs, and an answer that passes
+    # only some of them is most often a constant that happens to fit one (`return "stable"`). Partial credit
+    # comes from an exercise's several test cells.
+    verdict.points = float(verdict.max_points) if total and passed == total else 0.0
+    if not total:
+        verdict.error = "the test made no check (tell the instructor)"
+    return verdict
+
+
+def judged_checks(record) -> list[Check]:
+    """The checks' own record (checks.recording) as the verdict keeps it."""
+    return [Check(c.name, c.passed, _one_line(c.line)) for c in record]
+
+
+ON_THE_CLUSTER = "○ judged on the lab's cluster, by the grader's own run"
+
+
 class Judge:
     """Runs the instructor's test cells for one notebook; keeps names the test cells themselves define."""
 
@@ -339,6 +363,8 @@ class Judge:
                 exec(compile(source, f"<test {grade_id}>", "exec"), namespace)
             except KernelStuck:
                 raise
+            except checks.OnTheCluster as handed:
+                verdict.cluster = {"check": handed.check, "task": handed.task, "args": handed.given}
             except LearnerCodeError as exc:
                 verdict.error = f"{type(exc).__name__}: {exc}"
             except WireError as exc:
@@ -351,17 +377,12 @@ class Judge:
         for name in top:
             if name in namespace:
                 self.own[name] = namespace[name]
-        verdict.checks = [Check(c.name, c.passed, _one_line(c.line)) for c in record]
+        verdict.checks = judged_checks(record)
         verdict.output = out.getvalue()
-        total = len(verdict.checks) + (1 if verdict.error else 0)
-        passed = sum(c.passed for c in verdict.checks)
-        # All or nothing per test cell: its checks try one behaviour on several inputs, and an answer that passes
-        # only some of them is most often a constant that happens to fit one (`return "stable"`). Partial credit
-        # comes from an exercise's several test cells.
-        verdict.points = float(max_points) if total and passed == total else 0.0
-        if not total:
-            verdict.error = "the test made no check (tell the instructor)"
-        return verdict
+        if verdict.cluster is not None:  # judged after the run, by the grader's own process (or left out)
+            verdict.skipped = ON_THE_CLUSTER
+            return verdict
+        return score(verdict)
 
 
 def preload() -> None:

@@ -29,8 +29,11 @@ def run_job(job: dict) -> dict:
     nb = nbformat.from_dict(job["nb"])
     tests = {gid: Test(**spec) for gid, spec in job["tests"].items()}
     box = Sandbox() if job.get("kernel_sandbox") else None  # nested: locks the mounts, ends the kernel's processes
-    outcome = run(nb, tests, job["owners"], Path(job["workdir"]), int(job["timeout"]), box, judge_spark,
-                  audit=job.get("audit") or False)
+    from .grading import given_on_cluster
+
+    with given_on_cluster(job.get("cluster_inputs") or {}):  # what the grader's process made on the cluster
+        outcome = run(nb, tests, job["owners"], Path(job["workdir"]), int(job["timeout"]), box, judge_spark,
+                      audit=job.get("audit") or False)
     return {"nb": outcome.nb, "verdicts": {g: asdict(v) for g, v in outcome.verdicts.items()},
             "stopped": outcome.stopped, "cell_errors": {str(k): v for k, v in outcome.cell_errors.items()},
             "audits": outcome.audits}

@@ -81,6 +81,35 @@ def judging() -> bool:
     return getattr(_state, "record", None) is not None
 
 
+class OnTheCluster(Exception):
+    """Raised by a check, while the grader judges, for what only the lab's cluster can show (a leader killed under
+    the learner's producer). The sandbox may not kill the cluster's processes, so the grader's own process runs
+    `task` (one of grader.grading.CLUSTER_TASKS) on plain-data `given` after the run, where the cluster runs; where
+    none does, the test cell is left out of the total."""
+
+    def __init__(self, check: str, task: str, args: list):
+        super().__init__(f"{check}: judged on the lab's cluster")
+        self.check, self.task, self.given = check, task, args
+
+
+def on_the_cluster(check: str, task: str, *args) -> None:
+    """While the grader judges: hand `check` over to the grader's own run of `task` on the cluster (OnTheCluster)."""
+    if judging():
+        raise OnTheCluster(check, task, list(args))
+
+
+def cluster_input(check: str, name: str):
+    """While the grader judges: the plain data its own process made fresh on the lab's cluster before the run
+    (grader.grading.CLUSTER_INPUTS), to try the learner's function on; where it made none (no cluster runs there),
+    OnTheCluster leaves the test cell out of the total. In the lab: None (the notebook's own runs are checked)."""
+    if not judging():
+        return None
+    made = (getattr(_state, "cluster_inputs", None) or {}).get(name)
+    if made is None:
+        raise OnTheCluster(check, None, [])
+    return made
+
+
 PASS, FAIL, FORM = "✓", "✗", "○"  # in DejaVu Sans and DejaVu Sans Mono: no emoji font needed
 
 

@@ -61,3 +61,34 @@ def solution_answer(assignment: str, grade_id: str, name: str):
     namespace: dict = {}
     exec(cell.source.replace("### BEGIN SOLUTION", "").replace("### END SOLUTION", ""), namespace)
     return namespace[name]
+
+
+def judged(grade_id: str, source: str, points: float, values: dict, modules: dict | None = None):
+    """A test cell judged as the grader does (grader.judge.Judge), the learner's kernel holding `values` (plain data,
+    `...` sent as the kernel's agent sends it, functions called on plain data) and `modules` ({name: module path}, as
+    the notebook imported them)."""
+    import json
+
+    from grader.judge import Judge
+    from grader.wire import decode, encode
+
+    def value(name, v):
+        if v is ...:
+            return {"$o": [name], "type": "ellipsis"}
+        if isinstance(v, dict) and ... in v.values():
+            return {"$d": [[k, value(name, x)] for k, x in v.items()]}
+        return encode(v)
+
+    class Kernel:
+        def ask(self, method, *args, timeout=None):
+            name = json.loads(args[0])[0]
+            if method == "call":  # the learner's function, run "in the kernel" on plain data
+                given, kwargs = decode(args[1], lambda tag, payload: None)
+                return json.dumps(encode(values[name](*given, **kwargs)))
+            if name in (modules or {}):
+                return json.dumps({"$imp": [modules[name], None]})
+            if callable(values[name]):
+                return json.dumps({"$fn": [name]})
+            return json.dumps(value(name, values[name]))
+
+    return Judge(Kernel(), lambda: None, set(values)).judge(grade_id, source, points)

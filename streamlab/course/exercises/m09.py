@@ -48,14 +48,42 @@ def ex4_rule(accepted) -> None:
 CLUSTER_HOW = "make lab CLUSTER=1 (or python -m streamlab cluster start), then this module's setup cell"
 
 
-def ex5_leader_kill(ex5_run, on_cluster: bool) -> None:
-    """Check Exercise 5 by what happened to the learner's records under the leader kill (no points: needs the
-    cluster, which the grader has not)."""
-    from streamlab.course.checks import FORM
+def _plain_settings(settings):
+    """The learner's producer settings as plain data the grader's own process may use, else None (unfilled)."""
+    plain = (str, int, float, bool)
+    if isinstance(settings, dict) and filled(settings) and all(
+            isinstance(k, str) and isinstance(v, plain) for k, v in settings.items()):
+        return dict(settings)
+    return None
 
+
+def ex5_leader_kill(ex5_run, on_cluster: bool, settings=None) -> None:
+    """Check Exercise 5 by what happened to the learner's records under the leader kill: in the lab, her own run
+    (`ex5_run`); while grading, the grader's own run under her `settings` on the cluster (never `ex5_run`)."""
+    from streamlab.course.checks import FORM, on_the_cluster
+
+    on_the_cluster("ex5_leader_kill", "ex5_survives", _plain_settings(settings))  # only while grading
     if not on_cluster:
-        print(f"{FORM} ex5_leader_kill: runs on the lab's cluster only ({CLUSTER_HOW}); it earns no points")
+        print(f"{FORM} ex5_leader_kill: runs on the lab's cluster only ({CLUSTER_HOW}); Check my work grades it "
+              "there, and leaves it out of the total elsewhere")
         return
+    _judge_run(ex5_run)
+
+
+def ex5_survives(settings) -> None:
+    """The grader's own leader kill under the learner's producer settings, on the cluster (grading.CLUSTER_TASKS)."""
+    from streamlab.delivery import failover
+    from streamlab.lab import cluster, topics
+
+    if settings is None:
+        expect(False, "ex5_leader_kill", "a run", "no settings", "fill in the ... of ex5_producer")
+        return
+    # the grader's process lives on after this check: the topic is made for it and deleted after it
+    with topics.temporary_topic("leader-kill", 1, cluster.bootstrap()) as topic:
+        _judge_run(failover.leader_kill_under(settings, topic=topic))
+
+
+def _judge_run(ex5_run) -> None:
     if not isinstance(ex5_run, dict):
         expect(False, "ex5_leader_kill", "a run", "no run", "fill in the ... of ex5_producer, run the cell above")
         return

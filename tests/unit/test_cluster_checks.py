@@ -1,0 +1,56 @@
+"""Checks only the lab's cluster can feed (streamlab.course.checks.cluster_input): while grading, a check tries the
+learner's function on data the grader's own process made fresh on the cluster before the run; where it made none
+(no cluster runs there), the test cell is left out of the total (0 of 0), neither earned nor lost."""
+import nbformat
+
+from grader import grading
+from grader.runner import Run, Test
+from support import judged
+
+CELL = ("from streamlab.course import checks\n"
+        "seen = checks.cluster_input('doubled', 'reads')\n"
+        "checks.expect(double(seen['x']) == 2 * seen['x'], 'doubled', 'twice x', repr(double(seen['x'])))")
+
+
+def _graded(made: dict, double):
+    with grading.given_on_cluster(made):
+        verdict = judged("doubled", CELL, 2, {"double": double})
+    run = Run(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        CELL, metadata={"nbgrader": {"grade_id": "doubled", "grade": True, "solution": False, "points": 2}})]),
+        {"doubled": verdict}, None, {}, {})
+    grading.settle_on_cluster(run)
+    [exercise], _ = grading.collect(run, {"doubled": Test("doubled", CELL, 2, "doubled")}, {})
+    return exercise, run
+
+
+def test_where_the_cluster_gave_its_data_the_learners_function_is_judged_on_it():
+    right, _ = _graded({"reads": {"x": 20}}, lambda x: 2 * x)
+    wrong, _ = _graded({"reads": {"x": 20}}, lambda x: 42)
+    assert (right.points, right.max_points, right.status) == (2, 2, "passed"), right
+    assert (wrong.points, wrong.max_points, wrong.status) == (0, 2, "failed"), wrong
+
+
+def test_where_no_cluster_gave_data_the_cell_is_left_out_of_the_total():
+    exercise, run = _graded({}, lambda x: 2 * x)
+    assert (exercise.points, exercise.max_points, exercise.status) == (0, 0, "cluster"), exercise
+    assert "make lab CLUSTER=1" in run.nb.cells[0].outputs[0]["text"]
+
+
+def test_in_the_lab_cluster_input_is_none():
+    from streamlab.course import checks
+
+    assert checks.cluster_input("doubled", "reads") is None
+
+
+def test_a_maker_that_fails_is_the_clusters_fault_and_says_so(monkeypatch):
+    from streamlab.delivery import failover
+
+    def broken():
+        raise RuntimeError("no executor came up")
+
+    monkeypatch.setattr(failover, "on_cluster", lambda: True)
+    monkeypatch.setattr(failover.cluster, "running", lambda: True)
+    monkeypatch.setitem(grading.CLUSTER_INPUTS, "xx", {"reads": (__name__, "broken")})
+    globals()["broken"] = broken
+    notes: list[str] = []
+    assert grading.cluster_inputs("xx", notes) == {} and len(notes) == 1 and "no executor came up" in notes[0], notes
