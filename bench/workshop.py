@@ -132,13 +132,14 @@ def workshop_section() -> None:
               f"with the lesson's Spark session (1 core, 512 MiB heap); CPU to the first batch {lesson_cpu:.0f} s")
         kernel.text("print(streamlab.cleanup(spark))")
         kernel.close()
-        from grader.cohort import SAMPLE_ANSWERS
+        from grader.cohort import sample_answers
 
+        students = sample_answers()
         for name, learner in learners.items():
             if name != "ada":
                 learner.log_in()
                 learner.start_server()
-            answers = SAMPLE_ANSWERS["alice" if name in ("ada", "cy") else "bob"]
+            answers = students["alice" if name in ("ada", "cy") else "bob"]
             path = "notebooks/00-setup/00-setup.ipynb"
             notebook = learner.contents(path)["content"]
             for cell in notebook["cells"]:

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     aud = sub.add_parser("audit", help="prove each exercise's tests give wrong, constant and random answers 0 points")
     aud.add_argument("assignments", nargs="*", help="assignment ids (default: every one in --source)")
     aud.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
-    sub.add_parser("samples", help="rewrite grader/sample-submissions/ from the current 00-setup release")
+    sub.add_parser("samples", help="rewrite tests/fixtures/sample-submissions/ from the current 00-setup release")
     prog = sub.add_parser("progress", help="your last Check my work score of every module; --export it for a team "
                                            "lead, who reads a folder of them with --team")
     prog.add_argument("--export", type=Path, metavar="FILE", help="write your progress to FILE (one JSON file)")

@@ -6,13 +6,14 @@
 from __future__ import annotations
 
 import csv
+import json
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from .course import SOURCE, CouldNotGrade, GraderError, assignments, fast_imports
+from .course import ROOT, SOURCE, CouldNotGrade, GraderError, assignments, fast_imports
 from .grading import Result, _num, grade_notebook
 
 
@@ -176,11 +177,21 @@ def write_outputs(results: list[Result], out: Path) -> None:
 
 
 
-SAMPLES = Path(__file__).resolve().parent / "sample-submissions"
-SAMPLE_ANSWERS = {  # two fake students for 00-setup: one right, one wrong on both parts
-    "alice": {"ex1_cap": "cap = -(-ex1_records // ex1_batches)", "q1_answer": 'q1 = "b"'},
-    "bob": {"ex1_cap": "cap = ex1_records", "q1_answer": 'q1 = "c"'},
-}
+# Two fake students for 00-setup, one right and one wrong on ex1 and q1 (q2 and q3 unanswered). The right one is
+# an answer, so both live where a hub's walls empty them for learners (workshop/walls.py), not in grader/: the
+# answers in solutions/, the notebooks made from them in tests/fixtures/.
+SAMPLES = ROOT / "tests" / "fixtures" / "sample-submissions"
+SAMPLE_ANSWERS = "sample-answers.json"
+
+
+def sample_answers(source: Path = SOURCE) -> dict[str, dict[str, str]]:
+    """{fake student: {grade id: answer}} from the instructor's solutions/ (GraderError in one line without it)."""
+    path = Path(source) / SAMPLE_ANSWERS
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise GraderError(f"{path}: the sample students' answers are unreadable ({type(exc).__name__}): "
+                          "grader samples needs the instructor's copy of the course") from None
 
 
 def make_samples(out: Path = SAMPLES, source: Path = SOURCE, assignment: str = "00-setup") -> list[Path]:
@@ -190,10 +201,11 @@ def make_samples(out: Path = SAMPLES, source: Path = SOURCE, assignment: str = "
     from .course import generate, temp_course
 
     written = []
+    students = sample_answers(source)
     with temp_course("grader-samples-") as root:
         generate(assignment, root, source=source)
         released = root / "release" / assignment / f"{assignment}.ipynb"
-        for student, answers in SAMPLE_ANSWERS.items():
+        for student, answers in students.items():
             nb = nbformat.read(released, as_version=4)
             for cell in nb.cells:
                 gid = cell.metadata.get("nbgrader", {}).get("grade_id")

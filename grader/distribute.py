@@ -8,7 +8,7 @@ from pathlib import Path
 from .course import ROOT, GraderError
 
 # Folders that hold solutions or hidden tests (tests/ has the grader's fixture with its own hidden tests).
-LEFT_OUT = ("solutions/", "tests/", "grader/sample-submissions/")
+LEFT_OUT = ("solutions/", "tests/")
 NOTE = """# This copy of the course has no solutions
 
 Your instructor grades this cohort with hidden tests, so `solutions/` and the course's own test suite are not

@@ -1,6 +1,7 @@
 """The on-call night's What you should see (grader/seen_oncall.py): each act has a chart from a recorded run under
 its "What you should see", before and after a right fix; the alt text states that run's numbers; `grader seen`
-refuses a run whose fix did not score or whose chart would not show the act's story."""
+refuses a run whose fix did not score or whose chart would not show the act's story. The answers it types, like
+00-setup's, are kept where a hub's learner cannot read them."""
 from __future__ import annotations
 
 import copy
@@ -118,18 +119,51 @@ def test_the_site_draws_each_act_s_chart_on_the_on_call_page(tmp_path):
         assert (site.out / rel).read_bytes() == (SOURCE / rel).read_bytes(), f"{rel}: not this release's chart"
 
 
-def test_the_right_fixes_are_answers_kept_where_a_hub_learner_cannot_read_them():
-    """A hub's walls empty solutions/ (and tests/) for learners; grader/, streamlab/ and the student pages stay
-    readable. The recorded run's right fixes live in solutions/ only."""
-    assert seen_oncall.FIXES.parent == SOURCE
+def _readable_on_a_hub(lines: dict[str, str]) -> list[str]:
+    """'<what> in <file>' for each of `lines` found as text or JSON string in a file a hub's learner can read.
+
+    A hub's walls empty solutions/ (and tests/) for learners; grader/, streamlab/ and the student pages stay
+    readable."""
     root = SOURCE.parent
-    readable = [p for folder in ("grader", "streamlab", "workshop", "bench", "docs", "notebooks")
-                for p in (root / folder).rglob("*") if p.suffix in (".py", ".md", ".json", ".ipynb") and p.is_file()]
-    for tag, fix in seen_oncall.right_fixes().items():
-        line = max(fix.splitlines(), key=len).strip()
-        found = [str(p.relative_to(root)) for p in readable if line in p.read_text(encoding="utf-8", errors="ignore")
-                 or json.dumps(line)[1:-1] in p.read_text(encoding="utf-8", errors="ignore")]
-        assert not found, f"{tag}'s fix is readable on a hub in {found}"
+    texts = {str(p.relative_to(root)): p.read_text(encoding="utf-8", errors="ignore")
+             for folder in ("grader", "streamlab", "workshop", "bench", "docs", "notebooks")
+             for p in (root / folder).rglob("*") if p.suffix in (".py", ".md", ".json", ".ipynb") and p.is_file()}
+    return [f"{what} in {name}" for what, line in lines.items() for name, text in texts.items()
+            if line in text or json.dumps(line)[1:-1] in text]
+
+
+def test_the_right_fixes_are_answers_kept_where_a_hub_learner_cannot_read_them():
+    """The recorded run's right fixes live in solutions/ only."""
+    assert seen_oncall.FIXES.parent == SOURCE
+    found = _readable_on_a_hub({tag: max(fix.splitlines(), key=len).strip()
+                                for tag, fix in seen_oncall.right_fixes().items()})
+    assert not found, f"a right fix is readable on a hub: {found}"
+
+
+def test_setup_s_answers_are_kept_where_a_hub_learner_cannot_read_them():
+    """00-setup's solution lines and the right sample student's answers (grader samples) live in solutions/ and
+    tests/ only: not in grader/ as they once did."""
+    from grader.cohort import SAMPLES, sample_answers
+
+    assert SAMPLES.is_relative_to(SOURCE.parent / "tests")
+    lines = {f"sample alice's {gid}": answer.strip() for gid, answer in sample_answers()["alice"].items()}
+    solution = nbformat.read(SOURCE / "00-setup" / "00-setup.ipynb", as_version=4)
+    for cell in solution.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        inside = [ln.strip() for part in cell.source.split("### BEGIN SOLUTION")[1:]
+                  for ln in part.split("### END SOLUTION")[0].splitlines()]
+        lines.update({f"00-setup's {gid} solution line {k + 1}": ln for k, ln in enumerate(inside) if ln})
+    assert len(lines) >= 6, f"00-setup's answers were not found: {sorted(lines)}"
+    found = _readable_on_a_hub(lines)
+    assert not found, f"00-setup's answer is readable on a hub: {found}"
+
+
+def test_without_the_sample_answers_grader_samples_says_so_in_one_line(tmp_path):
+    from grader.cohort import sample_answers
+
+    with pytest.raises(GraderError, match="sample students' answers are unreadable") as err:
+        sample_answers(tmp_path)
+    assert "\n" not in str(err.value)
 
 
 def test_without_the_fixes_make_seen_says_so_in_one_line(tmp_path):
