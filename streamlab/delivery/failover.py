@@ -205,7 +205,7 @@ class FailoverDemo:
 
     def now(self) -> float:
         """Seconds since the demo started (0 before start)."""
-        return time.monotonic() - self.state.t0 if self.state.t0 else 0.0
+        return self.state.now()
 
     def _since_first_batch(self) -> float:
         """Seconds since the first batch finished (0 before it): a cold cluster's first batch can take long."""

@@ -42,7 +42,6 @@ import difflib
 import inspect
 import os
 import threading
-import time
 from dataclasses import MISSING, fields
 
 from streamlab.demo import settings as _settings
@@ -235,7 +234,7 @@ class LiveDemo:
 
     def now(self) -> float:
         """Seconds since the demo started (0 before start)."""
-        return round(time.monotonic() - self.state.t0, 2) if self.state.t0 else 0.0
+        return self.state.now()
 
     # -- life cycle -----------------------------------------------------------------------------------------------
     def start(self) -> None:

@@ -13,6 +13,7 @@ The demo keeps its old names (`demo.timeline`, `demo._t0`, `demo._settings`, …
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 
 from streamlab.demo.settings import StreamSettings
@@ -58,6 +59,10 @@ class DemoState:
     lock: threading.RLock = field(default_factory=threading.RLock)
     wake: threading.Event = field(default_factory=threading.Event)  # the poller looks now (a move, a burst)
     done: threading.Event = field(default_factory=threading.Event)  # the demo is asked to end
+
+    def now(self) -> float:
+        """Seconds since start, to the hundredth (0 before start): every demo's `now()`."""
+        return round(time.monotonic() - self.t0, 2) if self.t0 else 0.0
 
 
 # the demo's name of each field (private ones are the names tests and configurations have always used)
