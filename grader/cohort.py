@@ -226,7 +226,8 @@ def audit_assignments(ids: list[str], source, timeout: int | None = None) -> int
     for aid in ids or assignments(source):
         print(f"auditing {aid}: its solution, each test cell judged again with wrong answers …", flush=True)
         result = grade_notebook(source / aid / f"{aid}.ipynb", aid, "solution", source, timeout, audit=True)
-        lost = [f"{e.grade_id} {e.points:g}/{e.max_points:g}" for e in result.exercises if e.status != "passed"]
+        lost = [f"{e.grade_id} {e.points:g}/{e.max_points:g}" for e in result.exercises
+                if e.status not in ("passed", "cluster")]  # "cluster": left out where no cluster runs
         unaudited = [e.grade_id for e in result.exercises if not result.audit.get(e.grade_id)]
         scored = audit_points(result.audit)
         for gid, tried in result.audit.items():
