@@ -158,7 +158,8 @@ CLUSTER_TASKS = {"ex5_survives": ("streamlab.course.exercises.m09", "ex5_survive
 # Plain data the grader's own process makes fresh on the lab's cluster before a run, for checks that try the
 # learner's function on it (checks.cluster_input): {assignment: {name: (module, function)}}. Each function starts
 # what it needs itself (a Spark application of its own in a child process) and returns plain data.
-CLUSTER_INPUTS: dict[str, dict[str, tuple[str, str]]] = {}
+CLUSTER_INPUTS: dict[str, dict[str, tuple[str, str]]] = {
+    "09-cluster-failures": {"ex7_reads": ("streamlab.course.exercises.m09", "ex7_reads_on_cluster")}}
 CLUSTER_ONLY = ("needs the lab's cluster, so it is left out of this total: grade it where `make lab CLUSTER=1` "
                 "runs the cluster")
 

@@ -123,18 +123,33 @@ def localities(spark, bootstrap: str, topic: str, options: dict | None = None) -
     had a preferred executor, and the locality the scheduler reported for them. A task with no preference is
     reported PROCESS_LOCAL too (TaskSetManager.dequeueTask gives a `noPrefs` task that level), so only the plan's
     preferences tell the two paths apart."""
+    seen: dict = {"read tasks": 0, "with a preferred executor": 0, "reported locality": {}}
+    for task in _read_from_start(spark, bootstrap, topic, options):
+        seen["read tasks"] += 1
+        seen["with a preferred executor"] += 1 if task["preferred"] else 0
+        reported = seen["reported locality"]
+        reported[task["locality"]] = reported.get(task["locality"], 0) + 1
+    return seen
+
+
+def read_tasks(spark, batch_df) -> list[dict]:
+    """Per read task of one micro-batch (inside foreachBatch), its successful attempt: the Kafka partition and
+    records it read, the executor its plan prefers ('executor_<host>_<id>', None where it has none), the executor
+    that ran it and the locality level Spark reported, in task order."""
+    preferred = preferred_locations(spark, batch_df)
+    done = [t for t in read_map(spark, batch_df) if t["status"] == "SUCCESS"]
+    return [{"task": t["task"], "partition": t["partition"], "records": t["records"], "preferred": preferred[t["task"]],
+             "executor": t["executor"], "locality": t["locality"]} for t in sorted(done, key=lambda t: t["task"])]
+
+
+def _read_from_start(spark, bootstrap: str, topic: str, options: dict | None = None) -> list[dict]:
+    """read_tasks of every micro-batch of one availableNow run over `topic` from its start, with `options`."""
     import tempfile
 
-    seen: dict = {"read tasks": 0, "with a preferred executor": 0, "reported locality": {}}
+    tasks: list[dict] = []
 
     def batch(batch_df, _batch_id):
-        preferred = preferred_locations(spark, batch_df)
-        seen["with a preferred executor"] += sum(1 for where in preferred if where)
-        for task in read_map(spark, batch_df):
-            if task["status"] == "SUCCESS":
-                seen["read tasks"] += 1
-                reported = seen["reported locality"]
-                reported[task["locality"]] = reported.get(task["locality"], 0) + 1
+        tasks.extend(read_tasks(spark, batch_df))
 
     reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
               .option("subscribe", topic).option("startingOffsets", "earliest"))
@@ -145,4 +160,48 @@ def localities(spark, bootstrap: str, topic: str, options: dict | None = None) -
                  .trigger(availableNow=True).start())
         query.awaitTermination(120)
         query.stop()
-    return seen
+    return tasks
+
+
+# The two reads of module 9's Exercise 7: the plain path (a preferred executor per range) and the split path.
+PLANNED_READS = {"plain": {}, "minPartitions=8": {"minPartitions": "8"}}
+
+
+def planned_reads(spark, bootstrap: str, partitions: int = 4, records: int = 400) -> dict:
+    """Module 9's Exercise 7 data, made fresh: a new topic of `partitions` Kafka partitions and `records` records,
+    read plain and with minPartitions=8, {read: read_tasks rows}; the topic is deleted after."""
+    from streamlab.lab import producer, topics
+
+    with topics.temporary_topic("locality", partitions, bootstrap) as topic:
+        producer.produce(topic, records, partitions=range(partitions), bootstrap=bootstrap, progress=False)
+        return {read: _read_from_start(spark, bootstrap, topic, options) for read, options in PLANNED_READS.items()}
+
+
+def reads_table(reads: dict, answer=None):
+    """planned_reads' rows as one table, a row per read task; with `answer` (a function of one row), its verdict
+    in a last column, `yours`."""
+    import pandas as pd
+
+    rows = [{"read": read, **task} for read, tasks in reads.items() for task in tasks]
+    table = pd.DataFrame(rows, columns=["read", "task", "partition", "records", "preferred", "executor", "locality"])
+    if answer is not None:
+        from streamlab.course.checks import attempt  # an answer that raises shows its error in the table
+
+        table["yours"] = [attempt(answer, {k: v for k, v in row.items() if k != "read"}) for row in rows]
+    return table
+
+
+def print_planned_reads() -> None:
+    """In a process of its own on the cluster (the grader's child, m09.ex7_reads_on_cluster): planned_reads on a
+    Spark application of its own, printed as one `RESULT {json}` line."""
+    import json
+    import sys
+
+    import streamlab
+
+    session, servers = streamlab.setup(cluster=True)
+    try:
+        made = planned_reads(session, servers)
+    finally:
+        print(streamlab.cleanup(session), file=sys.stderr)
+    print("RESULT " + json.dumps(made), flush=True)

@@ -139,3 +139,83 @@ def ex6_diagnose(diagnose) -> dict:
         got = attempt(fn, run["progress"], run["status"], run["silent_s"])
         expect(got == cause, f"ex6_{cause.replace(' ', '_')}_run", cause, repr(got), EX6_LOOK[cause])
     return made
+
+
+# -- Exercise 7: read a task's locality from the plan ---------------------------------------------------------
+
+EX7_READS = ("plain", "minPartitions=8")  # streamlab.observe.executors.PLANNED_READS, in the notebook's order
+
+
+def ex7_reads_on_cluster() -> dict:
+    """Fresh reads for Check my work (grading.CLUSTER_INPUTS), {read: per-task rows}: a new topic read plain and with
+    minPartitions=8 by a Spark application of the grader's own, in a child process (one SparkContext per process)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, STREAMLAB_CLUSTER="1")
+    env.pop("KAFKA_BOOTSTRAP", None)  # the child's Spark and topic live on the cluster, not on a lab broker
+    code = "from streamlab.observe.executors import print_planned_reads; print_planned_reads()"
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=Path(__file__).resolve().parents[3],
+                          capture_output=True, text=True, timeout=600)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    if not lines:
+        last = [ln for ln in done.stderr.splitlines() if ln.strip()][-1:] or ["no output"]
+        raise RuntimeError(f"its Spark application on the cluster read nothing (exit {done.returncode}): {last[0]}")
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def _ran_as_planned(task: dict) -> bool:
+    where = task.get("preferred")
+    return where is not None and where.rsplit("_", 1)[-1] == task.get("executor")
+
+
+def ex7_plan(ran_as_planned, ex7_reads, on_cluster: bool) -> None:
+    """Check ran_as_planned on every read task of a plain and a minPartitions=8 read on the cluster: in the lab, the
+    notebook's own reads (`ex7_reads`); while grading, the grader's fresh reads (never `ex7_reads`)."""
+    from streamlab.course.checks import FORM, cluster_input
+
+    made = cluster_input("ex7_plan", "ex7_reads")  # while grading: the grader's reads, or left out (no cluster)
+    if made is None:
+        if not on_cluster:
+            print(f"{FORM} ex7_plan: runs on the lab's cluster only ({CLUSTER_HOW}); Check my work grades it "
+                  "there, and leaves it out of the total elsewhere")
+            return
+        made = ex7_reads
+    fn = _answer(ran_as_planned)
+    if fn is None or not isinstance(made, dict):
+        expect(False, "ex7_plan", "reads", "`...` still in ran_as_planned" if fn is None else "no reads",
+               "fill in the ... of ran_as_planned, then run the cell above again")
+        return
+    # every task of both reads, in an order of its own each time: an answer that counts its calls learns nothing
+    tasks = [(read, dict(task)) for read in EX7_READS for task in made.get(read, [])]
+    wrong: dict[str, list] = {read: [] for read in EX7_READS}
+    for read, task in random.sample(tasks, len(tasks)):
+        got = attempt(fn, dict(task))
+        if not (isinstance(got, bool) and got == _ran_as_planned(task)):
+            wrong[read].append((task["task"], got))
+    hints = {"plain": "each of these tasks names a preferred executor in its plan: did that executor run it? "
+                      "('executor_<host>_<id>' ends with the executor's id)",
+             "minPartitions=8": "Spark's locality level says PROCESS_LOCAL for a task with no preference too: "
+                                "read the plan instead"}
+    for read in EX7_READS:
+        count = sum(1 for r, _ in tasks if r == read)
+        found = (f"{len(wrong[read])} of {count} tasks wrong, e.g. task {wrong[read][0][0]} gave "
+                 f"{wrong[read][0][1]!r}" if wrong[read] else "all right")
+        expect(count > 0 and not wrong[read], f"ex7_{read.split('=')[0]}", "every task right", found, hints[read])
+
+
+def ex7_moved(ran_as_planned, reads) -> None:
+    """Hidden check: a plain task the scheduler ran on another executor than its plan asked (its locality wait ran
+    out while that executor was busy; Spark reports NODE_LOCAL on the same host) did not run as planned."""
+    if not isinstance(reads, dict) or not reads.get("plain"):
+        return None  # in the lab: the grader makes the reads
+    task = dict(reads["plain"][0])
+    ids = {t["executor"] for rows in reads.values() for t in rows} - {task["executor"]}
+    task["executor"] = min(ids) if ids else str(int(task["executor"]) + 1)
+    task["locality"] = "NODE_LOCAL"
+    got = attempt(_answer(ran_as_planned), task)
+    expect(got is False, "ex7_moved", "False", repr(got),
+           "a plan's preferred executor is a wish: compare it with the executor that ran the task")
