@@ -612,7 +612,7 @@ def _cluster(lab_peak: int, local_rate: float) -> None:
     cluster.start()
     start_s = time.perf_counter() - began
     print(f"cluster (3 brokers, a Spark Master and 2 Workers) start to ready: {start_s:.1f} s")
-    daemons = cluster._all_pids()
+    daemons = cluster.all_pids()
     saved = dict(os.environ)
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         os.environ.update(STREAMLAB_CLUSTER="1", STREAMLAB_BENCH_OUT=out.name)

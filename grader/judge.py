@@ -354,8 +354,8 @@ class Judge:
         namespace = {"__name__": "__judge__", "__builtins__": builtins, **self.own, "checks": checks, "quiz": quiz,
                      "expect": checks.expect, "expect_equal": checks.expect_equal, "expect_close": checks.expect_close}
         out = io.StringIO()
-        checks._state.notebook = RemoteNotebook(self.remote)
-        with checks.recording() as record, contextlib.redirect_stdout(out):
+        with checks.notebook_in(RemoteNotebook(self.remote)), checks.recording() as record, \
+                contextlib.redirect_stdout(out):
             try:
                 for name in free:
                     if name not in namespace:
@@ -373,7 +373,6 @@ class Judge:
                 verdict.error = str(exc)
             except Exception as exc:
                 verdict.error = first_line(exc, 240)
-        checks._state.notebook = None
         for name in top:
             if name in namespace:
                 self.own[name] = namespace[name]

@@ -82,7 +82,7 @@ class Recorder:
         tick = 0
         while not self._stop.wait(EVERY_S):
             tick += 1
-            act = oncall._current[-1] if oncall._current else None
+            act = oncall.current()
             if act is None or act.incident is None or not act.incident.started:
                 continue
             try:
@@ -96,7 +96,7 @@ class Recorder:
         inc = act.incident
         if act.number not in self.acts:
             self.acts[act.number] = {"act": act.number, "title": oncall.ACTS[act.number].title,
-                                     "rate": oncall._rate(inc), "lag_seconds": oncall.LAG_SECONDS,
+                                     "rate": oncall.act_rate(inc), "lag_seconds": oncall.LAG_SECONDS,
                                      "alert_seconds": oncall.ALERT_SECONDS, "pause_s": oncall.PAUSE_S,
                                      "samples": [], "batches": {}, "attempts": [], "crashes": []}
         return self.acts[act.number]
@@ -138,7 +138,7 @@ class Recorder:
                 tp = TopicPartition(inc.topic, 0)
                 sample["earliest"] = consumer.beginning_offsets([tp])[tp]
                 sample["latest"] = consumer.end_offsets([tp])[tp]
-                committed = oncall._committed(inc)
+                committed = oncall.committed_offsets(inc)
                 if committed:  # a fresh checkpoint (the fix's) has none until its first batch commits
                     sample["position"] = sum(committed.values())
             try:

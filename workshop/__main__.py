@@ -44,7 +44,7 @@ def start(settings: Settings, timeout: float = 120.0) -> subprocess.Popen:
     import urllib.request
 
     from workshop import kafka
-    from workshop.hub import _secret
+    from workshop.hub import kept_secret
 
     if hub_pid(settings):
         raise LabError(f"a hub already runs for {settings.root}: python -m workshop stop")
@@ -64,7 +64,7 @@ def start(settings: Settings, timeout: float = 120.0) -> subprocess.Popen:
         os.umask(old)
     _owner_only(room.folder)
     env = dict(os.environ, STREAMLAB_WORKSHOP_ROOT=settings.root,
-               CONFIGPROXY_AUTH_TOKEN=_secret(hub / "proxy.token"),
+               CONFIGPROXY_AUTH_TOKEN=kept_secret(hub / "proxy.token"),
                PATH=f"{VENV_BIN}{os.pathsep}{lab_settings.path}")
     for key in ("STREAMLAB_TOPIC_PREFIX", "STREAMLAB_KAFKA_OPTIONS", "KAFKA_BOOTSTRAP"):
         env.pop(key, None)
@@ -116,20 +116,20 @@ def _tail(path: Path) -> str:
 
 def stop(settings: Settings, remove_accounts: bool = False) -> list[str]:
     """Stop the hub (it stops every learner's server and its proxy), then the room's Kafka; say what stopped."""
-    from streamlab.lab.broker import _terminate
+    from streamlab.lab.kraft import terminate
     from workshop import kafka
 
     done = []
     pid = hub_pid(settings)
     if pid:
-        _terminate(pid, grace=60)  # SIGTERM: the hub stops the servers (cleanup_servers) and the proxy first
+        terminate(pid, grace=60)  # SIGTERM: the hub stops the servers (cleanup_servers) and the proxy first
         done.append(f"hub (pid {pid})")
     proxy = Path(settings.root) / "hub" / "proxy.pid"
     try:
         ppid = int(proxy.read_text())
         with open(f"/proc/{ppid}/cmdline", "rb") as handle:
             if b"configurable-http-proxy" in handle.read():
-                _terminate(ppid)
+                terminate(ppid)
                 done.append(f"proxy (pid {ppid})")
     except (OSError, ValueError):
         pass

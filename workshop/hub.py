@@ -186,7 +186,7 @@ def configure(c, root: str) -> None:
         c.NativeAuthenticator.open_signup = False  # the instructor approves each sign-up at /hub/authorize
         c.NativeAuthenticator.minimum_password_length = 8
         c.Authenticator.allow_all = True  # everyone the instructor approved
-    token = _secret(hub / "instructor.token")
+    token = kept_secret(hub / "instructor.token")
     c.JupyterHub.services = [
         {"name": "idle-culler", "command": [sys.executable, "-m", "jupyterhub_idle_culler",
                                             f"--timeout={settings.cull_timeout_s}",
@@ -208,7 +208,7 @@ def configure(c, root: str) -> None:
     ]
 
 
-def _secret(path: Path, nbytes: int = 32) -> str:
+def kept_secret(path: Path, nbytes: int = 32) -> str:
     """The secret kept in `path` (root's only, 0600), made at first use."""
     import secrets
 
@@ -561,7 +561,7 @@ class WorkshopNativeAuthenticator(NativeAuthenticator):
         name = self.normalize_username(self.instructor)
         if self.get_user(name) is not None:
             return
-        password = _secret(Path(self.instructor_password_file), 12)
+        password = kept_secret(Path(self.instructor_password_file), 12)
         self.db.add(UserInfo(username=name, password=bcrypt.hashpw(password.encode(), bcrypt.gensalt()),
                              is_authorized=True))
         self.db.commit()

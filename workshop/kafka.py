@@ -167,16 +167,16 @@ def _server_properties(room: Room, policy: bool = False) -> Path:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
         handle.write("".join(f"{k}={v}\n" for k, v in lines.items()))
-    from streamlab.lab.broker import _LOG4J
+    from streamlab.lab.kraft import LOG4J
 
-    (room.folder / "log4j2.properties").write_text(_LOG4J.replace("@LOG@", str(room.folder / "broker.log")))
+    (room.folder / "log4j2.properties").write_text(LOG4J.replace("@LOG@", str(room.folder / "broker.log")))
     return path
 
 
 def _java(room: Room, main: str, *args: str, heap: list[str] | None = None) -> list[str]:
-    from streamlab.lab.broker import _java as lab_java
+    from streamlab.lab.kraft import java_command
 
-    return lab_java(room.folder, main, *args, heap=heap or ["-Xmx128m", "-XX:TieredStopAtLevel=1"])
+    return java_command(room.folder, main, *args, heap=heap or ["-Xmx128m", "-XX:TieredStopAtLevel=1"])
 
 
 def running(room: Room) -> int | None:
@@ -228,15 +228,15 @@ def start(room: Room, timeout: float = 180.0, produce: int = PRODUCE_BYTES_S, fe
             stop(room)
             raise LabError(f"the room's broker did not answer within {timeout:.0f} s; see {room.folder / 'broker.log'}")
         if proc.poll() is not None:
-            from streamlab.lab.broker import _log_tail
+            from streamlab.lab.kraft import log_tail
 
-            raise LabError(f"the room's broker exited at start: {_log_tail(room.folder)} "
+            raise LabError(f"the room's broker exited at start: {log_tail(room.folder)} "
                            f"(log: {room.folder / 'broker.log'})")
         if probe_one("127.0.0.1", room.port, timeout=0.5) == "closed":
             time.sleep(0.2)  # a client made before the port listens backs off for up to half a minute
             continue
         try:
-            admin = _admin(room)
+            admin = admin_client(room)
             admin.list_topics()
             admin.close()
             break
@@ -299,19 +299,19 @@ def _compile_policy(room: Room) -> Path | None:
 
 def stop(room: Room) -> bool:
     """Stop the room's broker (SIGTERM, then SIGKILL after 15 s); whether it ran."""
-    from streamlab.lab.broker import _terminate
-
+    from streamlab.lab.kraft import terminate
     from workshop import connections
 
     pid = running(room)
     if pid:
-        _terminate(pid)
+        terminate(pid)
     (room.folder / "broker.pid").unlink(missing_ok=True)
     connections.uncap(room.folder)
     return bool(pid)
 
 
-def _admin(room: Room):
+def admin_client(room: Room):
+    """A Kafka admin client for the room's broker, as its admin user (SCRAM)."""
     from kafka import KafkaAdminClient
 
     return KafkaAdminClient(client_id="streamlab-workshop", request_timeout_ms=15_000, **room.admin_config())
@@ -345,7 +345,7 @@ def add_learner(room: Room, name: str, password: str | None = None) -> str:
 
     check_name(name)
     password = password or secrets.token_urlsafe(18)
-    admin = _admin(room)
+    admin = admin_client(room)
     try:
         admin.alter_user_scram_credentials([UserScramCredentialUpsertion(name, ScramMechanism.SCRAM_SHA_512,
                                                                          password)])
@@ -370,7 +370,7 @@ def learner_acls(room: Room, name: str) -> list[tuple[str, str, str, str]]:
     from kafka.admin import ACLFilter, ACLOperation, ACLPermissionType, ResourcePatternFilter, ResourceType
     from kafka.admin import ACLResourcePatternType
 
-    admin = _admin(room)
+    admin = admin_client(room)
     try:
         found, _error = admin.describe_acls(ACLFilter(f"User:{name}", None, ACLOperation.ANY, ACLPermissionType.ANY,
                                                       ResourcePatternFilter(ResourceType.ANY, None,

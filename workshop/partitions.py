@@ -51,7 +51,7 @@ class Service:
         """Grow body["topic"] to body["total"] partitions for the learner of `token`; what it has now."""
         from kafka.errors import KafkaError
 
-        from streamlab.lab.topics import _partitions
+        from streamlab.lab.topics import partition_ids
 
         name = learner_of(self.api_url, token)
         if not isinstance(body, dict):
@@ -65,9 +65,9 @@ class Service:
         with self._lock:  # one growth at a time: one admin client, and each learner's rate kept exactly
             if not (self.room.folder / "admin.secret").is_file():
                 raise Refused(503, "the workshop's Kafka is not set up: ask the instructor to restart the workshop")
-            admin = kafka._admin(self.room)
+            admin = kafka.admin_client(self.room)
             try:
-                current = len(_partitions(admin, topic))
+                current = len(partition_ids(admin, topic))
                 if not current:
                     raise Refused(404, f"there is no topic {topic}")
                 if total <= current:

@@ -71,6 +71,28 @@ class Notebook:
         return self.ref(name)(*args, **kwargs)
 
 
+@contextmanager
+def notebook_in(where: Notebook):
+    """Inside the block, the checks run in this thread reach the notebook's objects through `where` (the grader's)."""
+    previous = getattr(_state, "notebook", None)
+    _state.notebook = where
+    try:
+        yield where
+    finally:
+        _state.notebook = previous
+
+
+@contextmanager
+def cluster_inputs_given(made: dict):
+    """Inside the block, cluster_input() in this thread reads `made` (what the grader made fresh on the cluster)."""
+    previous = getattr(_state, "cluster_inputs", None)
+    _state.cluster_inputs = made
+    try:
+        yield made
+    finally:
+        _state.cluster_inputs = previous
+
+
 def notebook() -> Notebook:
     """Where the notebook's objects live for the check that is running."""
     return getattr(_state, "notebook", None) or Notebook()

@@ -496,7 +496,7 @@ def new_case(seed=None, folder=None) -> Case:
 
     if seed is None:
         done = mock.load().get("forensics")
-        seed = f"{mock._learner_seed()}.{len(done) if isinstance(done, list) else 0}"
+        seed = f"{mock.learner_seed()}.{len(done) if isinstance(done, list) else 0}"
     return make(seed, folder or state_dir() / "forensics" / str(seed))
 
 

@@ -479,13 +479,9 @@ class Incident:
             print(f"⚠  broker {self.killed_node} did not start again ({first_line(exc)}): "
                   "`python -m streamlab cluster start` starts it")
         left = delete_within(self.topics, self.bootstrap, timeout=10.0) if self.topics else []
-        for name in self.topics:
-            if name in lifecycle._made_topics and name not in left:
-                lifecycle._made_topics.remove(name)
         for folder in self._folders:
             shutil.rmtree(folder, ignore_errors=True)
-            if folder in lifecycle._made_folders:
-                lifecycle._made_folders.remove(folder)
+        lifecycle.untrack([name for name in self.topics if name not in left], self._folders)
         if self in _current:
             _current.remove(self)
         return f"stopped incident #{self.seed}" + (f"; left for cleanup(): {', '.join(left)}" if left else "")

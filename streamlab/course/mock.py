@@ -436,11 +436,11 @@ def plan(topics=None, minutes: float = 20, data: dict | None = None, now: dateti
         per_topic[best[3]] += 1
         chosen.append(best[2])
         budget -= SECONDS[kind]
-    numbers = random.Random(f"{_learner_seed()}-{len(data['rounds'])}-{seed}")  # this learner's numbers
+    numbers = random.Random(f"{learner_seed()}-{len(data['rounds'])}-{seed}")  # this learner's numbers
     return [item(qid, numbers) for qid in chosen]
 
 
-def _learner_seed() -> int:
+def learner_seed() -> int:
     """This learner's seed for the interview's numbers (STREAMLAB_SEED, else the one stored for 'interview')."""
     from .variants import seed_for
 

@@ -66,6 +66,11 @@ _scores: dict[int, dict] = {}  # this kernel's night: the last graded fix of eac
 _current: list = []  # the act running in this kernel
 
 
+def current() -> "Act | None":
+    """The act running in this kernel, if one is."""
+    return _current[-1] if _current else None
+
+
 def start(act: int, spark, bootstrap: str, seed: int | None = None, timeout: float = 120.0) -> "Act":
     """Start act 1, 2 or 3 (stopping the act that runs); once its symptom shows, print the pager's message."""
     if act not in ACTS:
@@ -79,7 +84,7 @@ def start(act: int, spark, bootstrap: str, seed: int | None = None, timeout: flo
     try:
         incident.wait_for_symptom(timeout)  # the pager goes off when something shows, not before
         if act == 1:  # ... and for lag, when it crosses the alert's threshold: a fix has a backlog to drain
-            _wait_for_lag(incident, ALERT_SECONDS * _rate(incident), timeout)
+            _wait_for_lag(incident, ALERT_SECONDS * act_rate(incident), timeout)
     except BaseException:
         running.stop()
         raise
@@ -213,7 +218,7 @@ class Act:
                 inc._options.pop(key, None)  # None removes the option
             else:
                 inc._options[key] = str(value)
-        bound = LAG_SECONDS * _rate(inc)
+        bound = LAG_SECONDS * act_rate(inc)
         before = inc._log_lag()
         self._restart()
         fixed = time.monotonic()
@@ -254,7 +259,7 @@ class Act:
             inc._restarting = True
             try:
                 stop_between_batches(inc.query)
-                since = _committed(inc)
+                since = committed_offsets(inc)
                 inc._write = write
                 fixed = time.monotonic()
                 inc.query = inc._start_query()
@@ -277,7 +282,7 @@ class Act:
             time.sleep(0.5)
         if replayed is None:
             return 0, f"no crash and replay was seen within {within:.0f} s, so nothing can be graded yet: fix again"
-        until = _committed(inc)
+        until = committed_offsets(inc)
         counts = incidents.table_counts(inc.table, since={inc.topic: since}, until={inc.topic: until})
         got = counts.get(inc.topic, {"rows": 0, "distinct": 0, "duplicates": 0, "missing": 0})
         span = sum(until.get(p, 0) - o for p, o in since.items())
@@ -311,7 +316,7 @@ class Act:
                     inc._set_retention(str(int(retention_ms)))
                 for key, value in options.items():
                     inc._options[key] = str(value).lower()
-                committed = _committed(inc)
+                committed = committed_offsets(inc)
                 held = describe_topic(inc.topic, inc.bootstrap)
                 lost = {p: (o, held[p][0]) for p, o in committed.items() if p in held and held[p][0] > o}
                 start = {p: max(o, held.get(p, (0, 0))[0]) for p, o in committed.items()}
@@ -382,11 +387,13 @@ def _allowed(options: dict, keys: set) -> None:
         raise LabError(f"this act restarts with {', '.join(sorted(keys))} only, not {', '.join(sorted(extra))}")
 
 
-def _rate(inc) -> int:
+def act_rate(inc) -> int:
+    """The records per second the act's producer sends (100 when it has none)."""
     return int(inc.producers[0].rate) if inc.producers else 100
 
 
-def _committed(inc) -> dict:
+def committed_offsets(inc) -> dict:
+    """{partition: offset} the act's query has committed for its topic ({} before its first batch)."""
     from streamlab.observe import checkpoint as ck
 
     done = ck.committed_offsets(inc.checkpoint)

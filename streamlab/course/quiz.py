@@ -28,7 +28,8 @@ from streamlab.course import variants
 from streamlab.course.checks import FAIL, FORM, PASS, expect, judging, report
 # The learner's record lives in quiz_record (variants reads its rounds too); callers keep these names here.
 from streamlab.course.quiz_record import (  # noqa: F401
-    _write, hub_record_file, keep_record, load_record, record_check, record_file, recorded_rounds, rounds, summary,
+    hub_record_file, keep_record, load_record, record_check, record_file, recorded_rounds, rounds, summary,
+    write_record,
 )
 from streamlab.settings import settings
 

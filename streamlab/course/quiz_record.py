@@ -70,7 +70,7 @@ def record_check(assignment: str, marks: dict[str, bool], path: Path | None = No
     when = time.strftime("%Y-%m-%d %H:%M")
     for question in marks:
         entries[question]["checked"] = when
-    return moved if _write(path, data) else []
+    return moved if write_record(path, data) else []
 
 
 def keep_record(assignment: str, entries: dict, path: Path | None = None) -> bool:
@@ -90,10 +90,10 @@ def keep_record(assignment: str, entries: dict, path: Path | None = None) -> boo
     path = path or record_file()
     data = load_record(path)
     data[assignment] = kept
-    return _write(path, data)
+    return write_record(path, data)
 
 
-def _write(path: Path, data: dict) -> bool:
+def write_record(path: Path, data: dict) -> bool:
     """Write a record {assignment: {question: entry}} in one step; False when it cannot be written."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

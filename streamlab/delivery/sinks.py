@@ -403,8 +403,8 @@ def topic_family(prefix: str, suffixes, partitions: int = 1) -> tuple[str, dict]
     base = topics.unique_name(prefix)
     made = {}
     for suffix in suffixes:
-        name = topics.create_topic(f"{base}-{suffix}", partitions, lab._bootstrap[0] if lab._bootstrap else None)
-        lab._made_topics.append(name)
+        name = topics.create_topic(f"{base}-{suffix}", partitions, lab.chosen_bootstrap())
+        lab.track_topic(name)
         made[suffix] = name
     return base, made
 

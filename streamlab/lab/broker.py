@@ -248,7 +248,7 @@ def ensure_broker(kind: str | None = None, port: int | None = None) -> str:
         stale = _our_pid(kind, port)
         if stale:  # ours, but not answering: a hung broker; replace it
             _terminate(stale)
-        (_start_kafka if kind == "kafka" else _start_noida)(port, folder)
+        (start_kafka if kind == "kafka" else _start_noida)(port, folder)
     return address
 
 
@@ -288,7 +288,7 @@ def _kafka_config(port: int, folder: Path) -> Path:
     return path
 
 
-def _start_kafka(port: int, folder: Path, cds_options: list[str] | None = None) -> None:
+def start_kafka(port: int, folder: Path, cds_options: list[str] | None = None) -> None:
     """Format (the first time) and start the broker; its JVM maps the class-data sharing archive when there is one
     (cds_options: setup's throw-away broker that makes it)."""
     from streamlab.lab import cds

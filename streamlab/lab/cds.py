@@ -138,7 +138,7 @@ def remove_orphans(kind: str) -> None:
             pass
 
 
-def _publish(kind: str, tmp: Path, target: Path) -> bool:
+def publish(kind: str, tmp: Path, target: Path) -> bool:
     """Rename a finished dump to its final name (world-readable); False, and the file removed, if it is broken."""
     if not valid(tmp):
         tmp.unlink(missing_ok=True)
@@ -149,7 +149,8 @@ def _publish(kind: str, tmp: Path, target: Path) -> bool:
     return True
 
 
-def _temporary(target: Path) -> Path:
+def temporary_path(target: Path) -> Path:
+    """Where this process writes a dump of `target` before publish() renames it (a hidden name, its pid in it)."""
     folder().mkdir(parents=True, exist_ok=True)
     os.chmod(folder(), 0o755)
     return folder() / f".{target.stem}-{os.getpid()}.tmp"
@@ -170,6 +171,13 @@ def driver_classpath(conf: dict) -> list[str]:
 _dumping: dict | None = None  # set by setup's child that makes the driver's archive (streamlab/lab/cds_dump.py)
 
 
+def dump_driver_here() -> dict:
+    """Make this process's next session dump the driver's archive; the dict gets its target and tmp paths."""
+    global _dumping
+    _dumping = {}
+    return _dumping
+
+
 def driver_options(conf: dict) -> str:
     """What the lab's driver adds to spark.driver.extraJavaOptions: the archive's options when a valid one exists for
     this class path (else nothing); in setup's child, the option that makes it."""
@@ -180,7 +188,7 @@ def driver_options(conf: dict) -> str:
     except Exception:  # whatever went wrong here, the session starts, without the archive
         return ""
     if _dumping is not None:
-        _dumping.update(target=target, tmp=_temporary(target))
+        _dumping.update(target=target, tmp=temporary_path(target))
         return f" -XX:ArchiveClassesAtExit={_dumping['tmp']}"
     return "".join(f" {option}" for option in use_options(target))
 

@@ -29,7 +29,7 @@ def driver_archive() -> Path | None:
 
 def _dump_driver() -> str:
     """In a child process: start a lab session that writes the archive at exit, exercise it, stop it."""
-    cds._dumping = {}
+    dumping = cds.dump_driver_here()
     os.environ.pop("STREAMLAB_CLUSTER", None)
     os.environ.pop("SPARK_MASTER", None)
     from pyspark import SparkContext
@@ -37,7 +37,7 @@ def _dump_driver() -> str:
     from streamlab.lab import session
 
     spark = session.spark()
-    target, tmp = cds._dumping.get("target"), cds._dumping.get("tmp")
+    target, tmp = dumping.get("target"), dumping.get("tmp")
     if target is None:
         return "no archive: the session asked for none"
     try:
@@ -47,7 +47,7 @@ def _dump_driver() -> str:
         proc = SparkContext._gateway.proc
         proc.stdin.close()  # the gateway JVM exits at EOF on its standard input, writing the archive as it does
         proc.wait(timeout=DUMP_TIMEOUT_S)
-    if not cds._publish("driver", tmp, target):
+    if not cds.publish("driver", tmp, target):
         return "no archive: the JVM wrote none (see .streamlab/spark.log)"
     return f"made {target.name} ({target.stat().st_size >> 20} MB)"
 
@@ -109,6 +109,7 @@ def make_broker_archive() -> str:
         return "class-data sharing: off for the brokers (STREAMLAB_CDS=off)"
     from streamlab.lab import broker
     from streamlab.lab.jars import broker_bundle
+    from streamlab.lab.kraft import log_tail, terminate
 
     if not broker_bundle().ready():
         return "class-data sharing: no archive for the brokers (their jars are not set up)"
@@ -118,14 +119,14 @@ def make_broker_archive() -> str:
         target = cds.broker_archive_path()
         if cds.valid(target):
             return f"class-data sharing: the brokers' archive cached ({target.name})"
-        tmp = cds._temporary(target)
+        tmp = cds.temporary_path(target)
         folder = Path(tempfile.mkdtemp(prefix="streamlab-cds-broker-"))
         # Its own folder and a free port: the lab's broker, if one runs, is not touched.
-        broker._start_kafka(broker.free_port(), folder, cds_options=[f"-XX:ArchiveClassesAtExit={tmp}"])
+        broker.start_kafka(broker.free_port(), folder, cds_options=[f"-XX:ArchiveClassesAtExit={tmp}"])
         pid = int((folder / "broker.pid").read_text())
-        broker._terminate(pid, grace=DUMP_TIMEOUT_S)  # a clean shutdown: the JVM writes the archive as it exits
-        if not cds._publish("broker", tmp, target):
-            raise RuntimeError(f"the broker wrote no archive ({broker._log_tail(folder)})")
+        terminate(pid, grace=DUMP_TIMEOUT_S)  # a clean shutdown: the JVM writes the archive as it exits
+        if not cds.publish("broker", tmp, target):
+            raise RuntimeError(f"the broker wrote no archive ({log_tail(folder)})")
     except Exception as exc:
         cds.remove_orphans("broker")
         return f"class-data sharing: no archive for the brokers ({_why(exc)}); they start without it"

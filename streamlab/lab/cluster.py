@@ -475,7 +475,8 @@ def _node_log_tail(node: int) -> str:
     return last_lines("\n".join(errors) if errors else text)
 
 
-def _all_pids() -> list[int]:
+def all_pids() -> list[int]:
+    """The pids of the cluster's daemons that run now: its brokers, its Workers and its Master."""
     pids = [node_pid(n) for n in range(1, NODES + 1)]
     pids += [worker_pid(w) for w in range(1, WORKERS + 1)] + [master_pid()]
     return [pid for pid in pids if pid]
@@ -502,7 +503,7 @@ def stop() -> str:
     if not here.exists():
         return "no cluster was running"
     executors = [pid for pids in executor_pids().values() for pid in pids]
-    pids = _all_pids()
+    pids = all_pids()
     # Workers first (their process group holds their executors), then the Master, then the brokers, in parallel.
     import threading
 

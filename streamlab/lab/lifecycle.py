@@ -2,8 +2,9 @@
 
 This module keeps the kernel's own registries (the topics and checkpoint folders it made, the broker it uses) and
 the functions that read or change them: setup(), new_topic(), new_checkpoint(), check_broker(), sweep_orphans(),
-cleanup(), and the exit steps it registers in the kernel's teardown (streamlab.lab.teardown). The registries stay
-here because code and tests use them by this address (`lifecycle._made_topics`, `lifecycle._bootstrap`). The other
+cleanup(), and the exit steps it registers in the kernel's teardown (streamlab.lab.teardown). Other modules reach
+the registries only through chosen_bootstrap(), track_topic() and untrack(); tests patch them by this address
+(`lifecycle._made_topics`, `lifecycle._bootstrap`). The other
 concerns it held live beside it and are re-exported here, so `from streamlab.lab.lifecycle import ...` keeps working:
 - the broker watch, a thread that says in one line what went wrong: streamlab.lab.watch;
 - the lines that explain a failed query (a topic gone, a bad option, a broker that never answers): .diagnose;
@@ -97,6 +98,26 @@ def new_topic(prefix: str = "lab", partitions: int = 1, configs: dict | None = N
     return name
 
 
+def chosen_bootstrap() -> str | None:
+    """The broker this kernel's lab uses, once setup() or new_topic() chose it; None before."""
+    return _bootstrap[0] if _bootstrap else None
+
+
+def track_topic(name: str) -> None:
+    """Count topic `name`, made without new_topic(), as this notebook's: cleanup() deletes it."""
+    _made_topics.append(name)
+
+
+def untrack(topics=(), folders=()) -> None:
+    """Forget topics and checkpoint folders their maker deleted itself: cleanup() no longer deletes them."""
+    for name in topics:
+        if name in _made_topics:
+            _made_topics.remove(name)
+    for folder in folders:
+        if folder in _made_folders:
+            _made_folders.remove(folder)
+
+
 def new_checkpoint(prefix: str = "checkpoint") -> str:
     """A fresh temporary folder (a query's checkpoint location), deleted by cleanup() and when the kernel exits."""
     import tempfile
@@ -134,7 +155,7 @@ def sweep_orphans(bootstrap: str | None = None, timeout: float = 5.0) -> str:
     """Delete the topics and checkpoint folders of kernels that are gone (killed, out of memory, a check that
     timed out: no exit handler ran), and the topics an earlier cleanup() of this kernel had to leave on a broker
     that was not answering; say what was deleted ('' when nothing)."""
-    return sweep(bootstrap or (_bootstrap[0] if _bootstrap else None), _left_topics, timeout)
+    return sweep(bootstrap or chosen_bootstrap(), _left_topics, timeout)
 
 
 def _use_broker() -> None:

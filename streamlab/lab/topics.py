@@ -47,7 +47,7 @@ def create_topic(name: str, partitions: int = 1, bootstrap: str | None = None, r
                 client.create_topics([NewTopic(name, partitions, -1, topic_configs=configs or {})])
         except TopicAlreadyExistsError:
             pass
-        _wait(lambda: len(_partitions(client, name)) >= partitions)
+        _wait(lambda: len(partition_ids(client, name)) >= partitions)
     finally:
         client.close()
     return name
@@ -63,7 +63,7 @@ def add_partitions(name: str, total: int, bootstrap: str | None = None) -> None:
             _grow_on_hub(settings.partitions_url, name, total)
         else:
             client.create_partitions({name: NewPartitions(total)})
-        _wait(lambda: len(_partitions(client, name)) >= total)
+        _wait(lambda: len(partition_ids(client, name)) >= total)
     finally:
         client.close()
 
@@ -153,7 +153,7 @@ def partition_count(name: str, bootstrap: str | None = None) -> int:
     """How many partitions `name` has (0 when it does not exist)."""
     client = admin(bootstrap)
     try:
-        return len(_partitions(client, name))
+        return len(partition_ids(client, name))
     finally:
         client.close()
 
@@ -223,7 +223,8 @@ def temporary_topic(prefix: str = "lab", partitions: int = 1, bootstrap: str | N
         delete_topic(name, bootstrap=bootstrap)
 
 
-def _partitions(client, name: str) -> list[int]:
+def partition_ids(client, name: str) -> list[int]:
+    """The partition numbers of topic `name` as `client` (an admin client) describes it; [] if there is none."""
     try:
         described = client.describe_topics([name])
     except Exception:

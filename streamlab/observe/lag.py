@@ -26,7 +26,7 @@ from streamlab.lab.broker import ensure_broker
 GROWING, RECOVERING, STABLE = "falling behind", "recovering", "stable"
 
 
-def _as_dict(progress) -> dict:
+def as_dict(progress) -> dict:
     """A progress report as a dict, whether given as a dict, a JSON string or PySpark's StreamingQueryProgress."""
     if progress is None:
         return {}
@@ -38,6 +38,9 @@ def _as_dict(progress) -> dict:
     if isinstance(text, str):
         return json.loads(text)
     return dict(progress)
+
+
+_as_dict = as_dict  # streamlab/demo/loop.py's old name: other work in flight there (to remove)
 
 
 def source_offsets(value) -> dict:
@@ -80,7 +83,7 @@ def latest_offsets(topics, bootstrap: str | None = None) -> dict:
 def lag_from_progress(progress) -> dict:
     """{topic: {partition: lag}} from one progress report: each Kafka source's latestOffset minus its endOffset."""
     lag: dict = {}
-    for source in _as_dict(progress).get("sources") or []:
+    for source in as_dict(progress).get("sources") or []:
         latest, end = source_offsets(source.get("latestOffset")), source_offsets(source.get("endOffset"))
         for topic, parts in latest.items():
             reached = end.get(topic, {})
@@ -98,7 +101,7 @@ def behind_latest(progress) -> dict:
     each source's `metrics` (as strings): latestOffset − endOffset over the partitions. {} when the source reports
     none (a progress event of another source, or the offline fallback, whose Python source cannot).
     """
-    for source in _as_dict(progress).get("sources") or []:
+    for source in as_dict(progress).get("sources") or []:
         metrics = source.get("metrics") or {}
         try:
             return {k: float(metrics[f"{k}OffsetsBehindLatest"]) for k in ("min", "max", "avg")}
@@ -125,7 +128,7 @@ def lag_from_checkpoint(checkpoint_dir, bootstrap: str | None = None) -> dict:
 
 def total_lag(lag_or_progress) -> int:
     """The lag summed over every partition, from a lag dict or a progress report."""
-    data = _as_dict(lag_or_progress) if not isinstance(lag_or_progress, dict) else lag_or_progress
+    data = as_dict(lag_or_progress) if not isinstance(lag_or_progress, dict) else lag_or_progress
     if "sources" in data or "batchId" in data:
         data = lag_from_progress(data)
     return sum(sum(parts.values()) for parts in data.values())
@@ -143,7 +146,7 @@ def classify(progress_events) -> str:
     batch after batch). Recovering: a lag is left but it shrank over the window. Stable: otherwise, including a
     lag that is flat or has drained. Small moves (under 10 records or 5% of the largest lag) count as flat.
     """
-    events = [_as_dict(e) for e in progress_events if e is not None]
+    events = [as_dict(e) for e in progress_events if e is not None]
     lags = [total_lag(e) for e in events if _has_kafka_lag(e)]
     busy = [e for e in events if (e.get("numInputRows") or 0) > 0]
     rate_deficit = bool(busy) and sum(e.get("inputRowsPerSecond") or 0.0 for e in busy) > \
@@ -237,7 +240,7 @@ class LagMonitor:
 
     def poll(self) -> dict | None:
         """Take one sample now (the thread calls this every `interval` seconds)."""
-        progress = _as_dict(self.query.lastProgress)
+        progress = as_dict(self.query.lastProgress)
         if not progress:
             return None
         per_partition = lag_from_progress(progress)

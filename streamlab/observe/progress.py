@@ -16,7 +16,7 @@ from streamlab.observe.groups import all_groups, committing_consumer, describe_g
 
 def as_dict(progress) -> dict:
     """A progress report (PySpark's StreamingQueryProgress, a dict or JSON text) as a plain dict."""
-    return _lag._as_dict(progress)
+    return _lag.as_dict(progress)
 
 
 def progress_table(events):

@@ -114,8 +114,9 @@ def lower_keys(options) -> dict:
     return {str(k).lower(): str(v) for k, v in dict(options or {}).items()}
 
 
-def _to_bool(name: str, value: str) -> bool:
-    # Scala's String.toBoolean: true/false in any case, no spaces, anything else fails with this text.
+def to_bool(name: str, value: str) -> bool:
+    """Option `name`'s value as Scala's String.toBoolean reads it: true/false in any case, no spaces, anything
+    else fails with Spark's text."""
     low = value.lower()
     if low in ("true", "false"):
         return low == "true"
@@ -285,7 +286,7 @@ def check_stream_load(options) -> None:
     if "endingoffsetsbytimestamp" in raw:
         raise IllegalArgumentException("ending timestamp not valid in streaming queries")
     check_general(raw)
-    _to_bool("includeHeaders", raw.get("includeheaders", "false"))  # the schema depends on it
+    to_bool("includeHeaders", raw.get("includeheaders", "false"))  # the schema depends on it
 
 
 def check_batch_load(options) -> tuple[StartSpec, StartSpec]:
@@ -313,8 +314,8 @@ def check_batch_load(options) -> tuple[StartSpec, StartSpec]:
         if key in raw:
             log.warning("%s option ignored in batch queries", name)
     _check_offset_limits(start, end)
-    _to_bool("failOnDataLoss", raw.get("failondataloss", "true"))
-    _to_bool("includeHeaders", raw.get("includeheaders", "false"))
+    to_bool("failOnDataLoss", raw.get("failondataloss", "true"))
+    to_bool("includeHeaders", raw.get("includeheaders", "false"))
     return start, end
 
 
@@ -364,8 +365,8 @@ def parse_source_options(options) -> SourceOptions:
         strategy=strategy, topics=topics, pattern=pattern, assigned=assigned,
         bootstrap_servers=raw["kafka.bootstrap.servers"],
         kafka_params={k[len("kafka."):]: v for k, v in raw.items() if k.startswith("kafka.")},
-        fail_on_data_loss=_to_bool("failOnDataLoss", raw.get("failondataloss", "true")),
-        include_headers=_to_bool("includeHeaders", raw.get("includeheaders", "false")),
+        fail_on_data_loss=to_bool("failOnDataLoss", raw.get("failondataloss", "true")),
+        include_headers=to_bool("includeHeaders", raw.get("includeheaders", "false")),
         min_partitions=_optional_int(raw, "minpartitions", "minPartitions"),
         max_records_per_partition=_optional_long(raw, "maxrecordsperpartition", "maxRecordsPerPartition"),
         max_offsets_per_trigger=_optional_long(raw, "maxoffsetspertrigger", "maxOffsetsPerTrigger"),

@@ -70,7 +70,7 @@ from streamlab.offline.checkpoint import (
     SOURCE_ID_OPTION, claim_metadata_path, compact_json, read_initial_offsets, write_initial_offsets,
 )
 from streamlab.offline.options import (
-    FAIL_ON_DATA_LOSS_FALSE, IllegalArgumentException, IllegalStateException, NumberFormatException, _to_bool,
+    FAIL_ON_DATA_LOSS_FALSE, IllegalArgumentException, IllegalStateException, NumberFormatException, to_bool,
     check_batch_load, check_general, check_stream_load, client_config, data_loss_message, lower_keys,
     parse_source_options, starting_spec, validate_stream,
 )
@@ -137,7 +137,7 @@ class KafkaDataSource(DataSource):
         """The fixed Kafka schema (with headers when includeHeaders=true); bad general options fail at .load()."""
         # The load() hook already ran the stream's or the batch's full checks; this covers other entry points.
         check_general(self.options)
-        return kafka_schema(_to_bool("includeHeaders", lower_keys(self.options).get("includeheaders", "false")))
+        return kafka_schema(to_bool("includeHeaders", lower_keys(self.options).get("includeheaders", "false")))
 
     def reader(self, schema):
         """A batch reader (startingOffsets default earliest, endingOffsets default latest)."""
@@ -417,7 +417,7 @@ def _check_user_schema(reader, options: dict, stream: bool) -> None:
     from pyspark.sql.types import _parse_datatype_string
 
     wanted = given if isinstance(given, StructType) else _parse_datatype_string(given)
-    actual = kafka_schema(_to_bool("includeHeaders", options.get("includeheaders", "false")))
+    actual = kafka_schema(to_bool("includeHeaders", options.get("includeheaders", "false")))
     if wanted != actual:
         jvm = reader._spark._jvm
 

@@ -13,7 +13,7 @@ from streamlab.demo import LiveDemo
 
 def data_events(events) -> list[dict]:
     """The progress events (as dicts) of batches that read data."""
-    return [e for e in map(_lag._as_dict, events) if e.get("numInputRows")]
+    return [e for e in map(_lag.as_dict, events) if e.get("numInputRows")]
 
 
 def batch_table(events):

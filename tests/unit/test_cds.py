@@ -124,12 +124,12 @@ def test_a_session_starts_without_an_archive_when_java_cannot_be_found(lab, monk
 def test_publishing_a_dump_is_all_or_nothing_and_removes_older_archives(lab):
     target = cds.folder() / "driver-java17.0.15-new.jsa"
     old, broker = _archive(cds.folder() / "driver-java17.0.15-old.jsa"), _archive(cds.folder() / "broker-x.jsa")
-    broken = cds._temporary(target)
+    broken = cds.temporary_path(target)
     broken.write_bytes(b"half an archive")  # a JVM killed while writing it
-    assert not cds._publish("driver", broken, target)
+    assert not cds.publish("driver", broken, target)
     assert not broken.exists() and not target.exists() and old.exists()
-    done = _archive(cds._temporary(target))
-    assert cds._publish("driver", done, target)
+    done = _archive(cds.temporary_path(target))
+    assert cds.publish("driver", done, target)
     assert cds.valid(target) and not done.exists()
     assert not old.exists() and broker.exists()  # the driver's stale archive went, the broker's is another kind
     mode = stat.S_IMODE(target.stat().st_mode)
@@ -167,7 +167,7 @@ def test_a_dump_left_by_an_ended_process_is_removed_and_a_running_one_kept(lab):
     ended = subprocess.Popen(["true"])
     ended.wait()
     target = cds.folder() / "driver-java17.0.15-k.jsa"
-    running = cds._temporary(target)  # this process's own: a dump under way
+    running = cds.temporary_path(target)  # this process's own: a dump under way
     running.write_bytes(b"being written")
     left = running.with_name(f".{target.stem}-{ended.pid}.tmp")
     left.write_bytes(b"a killed dump")
@@ -205,7 +205,7 @@ def test_setup_says_in_one_line_when_the_brokers_archive_cannot_be_made(lab, mon
         assert cds_options and cds_options[0].startswith("-XX:ArchiveClassesAtExit=")
         raise LabError("The Apache Kafka broker exited at start: no space left")
 
-    monkeypatch.setattr(broker, "_start_kafka", fails)
+    monkeypatch.setattr(broker, "start_kafka", fails)
     line = cds_dump.make_broker_archive()
     assert "\n" not in line and "no space left" in line and "start without it" in line
     assert not list(cds.folder().glob("*.tmp")) and not list(cds.folder().glob("*.jsa"))

@@ -109,6 +109,95 @@ def reaching(graph, source: str, target: str, kinds=("top", "local")) -> list[st
                   for t in targets if t == target or t.startswith(target + "."))
 
 
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def private_uses(root: Path = ROOT) -> list[tuple[str, int, str]]:
+    """(file, line, use) for every private name of one of our modules used in another: `from m import _x`, and
+    `m._x` (read, written, or named in getattr/setattr/hasattr/delattr) where `m` is a name its scope bound by
+    importing our module m. The private names of other objects (PySpark's `spark._jvm`, an instance's) are not
+    counted, nor `from m import x as _x` (a private alias of a public name), nor a module's use of its own."""
+    known = modules(root)
+    found = []
+    for name, path in known.items():
+        tree = ast.parse(path.read_text())
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+        where = str(path.relative_to(root))
+
+        def scope_of(node):
+            while node in parents:
+                node = parents[node]
+                if isinstance(node, _SCOPES):
+                    return node
+            return tree
+
+        imported, other = {}, set()  # (scope, local name) -> our module it is bound to; names bound otherwise
+        for node in ast.walk(tree):
+            scope = scope_of(node)
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    bound = alias.name if alias.asname else alias.name.split(".")[0]
+                    local = alias.asname or bound
+                    if bound in known:
+                        imported[(scope, local)] = bound
+                    else:
+                        other.add((scope, local))
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                for alias in node.names:
+                    local = alias.asname or alias.name
+                    if f"{base}.{alias.name}" in known:
+                        imported[(scope, local)] = f"{base}.{alias.name}"
+                    else:
+                        other.add((scope, local))
+                        if base in known and base != name and _private(alias.name):
+                            found.append((where, node.lineno, f"from {base} import {alias.name}"))
+            elif isinstance(node, ast.arg):
+                other.add((scope, node.arg))
+            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                other.add((scope, node.id))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                other.add((scope, node.name))
+
+        def module_of(expr):
+            """The module of ours `expr` names in its scope (a name bound by an import, or a dotted path), or None."""
+            if isinstance(expr, ast.Attribute):
+                outer = module_of(expr.value)
+                return f"{outer}.{expr.attr}" if outer and f"{outer}.{expr.attr}" in known else None
+            if not isinstance(expr, ast.Name):
+                return None
+            scope = scope_of(expr)
+            while True:  # Python's rule: the innermost function scope that binds the name; class bodies are skipped
+                if (scope, expr.id) in imported:
+                    return imported[(scope, expr.id)]
+                if (scope, expr.id) in other or scope is tree:
+                    return None
+                scope = scope_of(scope)
+                while isinstance(scope, ast.ClassDef):
+                    scope = scope_of(scope)
+
+        for node in ast.walk(tree):
+            target, attr = None, None
+            if isinstance(node, ast.Attribute) and _private(node.attr):
+                target, attr = module_of(node.value), node.attr
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) >= 2
+                  and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
+                  and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+                  and _private(node.args[1].value)):
+                target, attr = module_of(node.args[0]), node.args[1].value
+            if target and target != name:
+                found.append((where, node.lineno, f"{target}.{attr}"))
+    return sorted(found)
+
+
 GRAPH = imports()
 
 
@@ -179,6 +268,55 @@ def test_the_circle_test_sees_a_deferred_import_inside_a_package(tmp_path):
     (package / "__init__.py").write_text("def register():\n    from streamlab.offline.source import S\n")
     (package / "source.py").write_text("from streamlab.offline import register\nS = 1\n")
     assert circles(imports(tmp_path)) == [["streamlab.offline", "streamlab.offline.source"]]
+
+
+# Private names still used across modules in files other work is changing now (other work in flight; to empty):
+# each needs a public name where its concept lives, then its entry here goes.
+LEFT = {
+    ("grader/cohort.py", "from grader.grading import _num"),  # grading.py: a public name for its score text
+    ("workshop/instructor.py", "from grader.grading import _num"),
+    ("workshop/__main__.py", "from grader.grading import _num"),
+    ("grader/grading.py", "streamlab.course.checks._state"),  # given_on_cluster -> checks.cluster_inputs_given
+    ("streamlab/demo/controls.py", "streamlab.demo.settings._number"),
+    ("streamlab/demo/loop.py", "streamlab.observe.lag._as_dict"),  # -> lag.as_dict, then drop lag's alias
+}
+
+
+def test_no_module_uses_another_modules_private_name():
+    """A private name is its module's to change: another module that needs it gets a public name (with a one-line
+    docstring where its concept lives) or the public original it aliases. LEFT lists the uses still to change."""
+    uses = private_uses()
+    new = [f"{file}:{line} {use}" for file, line, use in uses if (file, use) not in LEFT]
+    assert not new, "use a public name (give it one where it lives):\n" + "\n".join(new)
+    gone = LEFT - {(file, use) for file, _, use in uses}
+    assert not gone, f"no longer used: remove from LEFT in tests/unit/test_layers.py: {sorted(gone)}"
+
+
+def test_the_private_name_walk_sees_what_it_should(tmp_path):
+    """The walk itself: what it flags, and the private names it leaves alone."""
+    package = tmp_path / "streamlab"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("_x = 1\ny = 2\n\ndef _f():\n    return _x\n")
+    (package / "b.py").write_text(
+        "import streamlab.a\n"
+        "from streamlab import a\n"
+        "from streamlab.a import _x\n"              # flagged: a private name imported
+        "from .a import _f as f\n"                  # flagged: a relative import of one
+        "from streamlab.a import y as _y\n"         # a private alias of a public name: fine
+        "import streamlab.a as alias\n"
+        "print(a._x, streamlab.a._f, _y)\n"         # flagged twice
+        "alias._x = 3\n"                            # flagged: a write
+        "setattr(a, '_x', 4)\n"                     # flagged: named in setattr
+        "def g(a, spark):\n"
+        "    return a._x, spark._jvm, alias.__name__\n"  # a parameter `a`, a third-party object, a dunder: fine
+        "class C:\n"
+        "    a = None\n"
+        "    def m(self):\n"
+        "        return a._f\n")                    # flagged: a class attribute does not hide the module in a method
+    assert [(line, use) for _, line, use in private_uses(tmp_path)] == [
+        (3, "from streamlab.a import _x"), (4, "from streamlab.a import _f"), (7, "streamlab.a._f"),
+        (7, "streamlab.a._x"), (8, "streamlab.a._x"), (9, "streamlab.a._x"), (15, "streamlab.a._f")]
 
 
 def report(root: Path = ROOT) -> str:

@@ -186,7 +186,7 @@ def test_the_learner_s_server_takes_the_hub_s_record_over_her_own_copy(tmp_path,
 
     monkeypatch.setenv("STREAMLAB_HOME", str(tmp_path / "state"))
     mine = quiz.record_file()
-    quiz._write(mine, {"00-setup": {"q1": {"round": 0, "first": 1, "best": 1, "checks": 1}},
+    quiz.write_record(mine, {"00-setup": {"q1": {"round": 0, "first": 1, "best": 1, "checks": 1}},
                        "01-source-internals": {"q2": {"round": 3, "first": 0, "best": 0, "checks": 3}}})
     hub_entry = {"round": 1, "first": 0, "best": 0, "checks": 1, "checked": "2026-11-30 04:30"}
     answer = {"assignment": "00-setup", "table": "score: 2 / 3", "graded": True, "score": 2.0, "max": 3.0,

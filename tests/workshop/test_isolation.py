@@ -115,7 +115,7 @@ def test_a_star_in_a_prefixed_acl_is_a_literal_character(room):
     from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePattern,
                              ResourceType, ScramMechanism, UserScramCredentialUpsertion)
 
-    admin = room_kafka._admin(room)
+    admin = room_kafka.admin_client(room)
     try:
         admin.alter_user_scram_credentials([UserScramCredentialUpsertion("carol", ScramMechanism.SCRAM_SHA_512,
                                                                          "carol-pw")])

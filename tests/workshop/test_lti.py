@@ -25,7 +25,7 @@ import pytest
 import requests
 from lti_platform import LTI, Person, Platform, auto_submitted, new_key
 
-from workshop.hub import REPO, Settings, _secret
+from workshop.hub import REPO, Settings, kept_secret
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -98,7 +98,7 @@ def site():
                 patch.setattr(kafka, "start", lambda room: None)
                 start(settings, timeout=60)
             yield {"lms": lms, "settings": settings, "url": url, "fields": fields,
-                   "token": _secret(root / "hub" / "instructor.token"),
+                   "token": kept_secret(root / "hub" / "instructor.token"),
                    "target": field(fields, "target link").replace(HOST, url),
                    "login": field(fields, "login url").replace(HOST, url)}
         finally:

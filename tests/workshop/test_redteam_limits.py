@@ -278,7 +278,7 @@ def test_a_learner_cannot_add_partitions_to_her_own_topic(room, learners):
 
 
 def _delete(room, *topics) -> None:
-    admin = room_kafka._admin(room)
+    admin = room_kafka.admin_client(room)
     try:
         admin.delete_topics(list(topics))
     except KafkaError:
@@ -288,11 +288,11 @@ def _delete(room, *topics) -> None:
 
 
 def _partition_count(room, topic) -> int:
-    from streamlab.lab.topics import _partitions
+    from streamlab.lab.topics import partition_ids
 
-    admin = room_kafka._admin(room)
+    admin = room_kafka.admin_client(room)
     try:
-        return len(_partitions(admin, topic))
+        return len(partition_ids(admin, topic))
     finally:
         admin.close()
 
