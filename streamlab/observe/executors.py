@@ -9,6 +9,11 @@ The connector asks for a *preferred* executor per partition so that the consumer
 reused next batch (KafkaOffsetRangeCalculator.getLocation, KafkaOffsetRangeCalculator.scala:136-145:
 `executors(floorMod(topicPartition.hashCode, n))` over the executors sorted by host then id, in descending order,
 KafkaSource.scala:420-432). `preferred_executor` computes the same choice with the JVM's own hashCode.
+
+Spark's reported locality level cannot show whether a task had that preference: a task with none is reported
+PROCESS_LOCAL too. So `read_tasks` puts each task's preferred location, read from its plan, beside the executor that
+ran it and the level Spark reported (module 9's Exercise 7, where the grader makes `planned_reads` in a process of
+its own on the cluster).
 """
 from __future__ import annotations
 
@@ -198,8 +203,13 @@ def print_planned_reads() -> None:
     import sys
 
     import streamlab
+    from streamlab.errors import LabError
 
-    session, servers = streamlab.setup(cluster=True)
+    try:
+        session, servers = streamlab.setup(cluster=True)
+    except LabError as exc:  # e.g. every core held by a notebook's kernel: said by the grader in its note
+        print(f"REFUSED {exc}", flush=True)
+        return
     try:
         made = planned_reads(session, servers)
     finally:

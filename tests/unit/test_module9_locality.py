@@ -117,3 +117,23 @@ def test_without_the_cluster_check_my_work_leaves_the_exercise_out_of_the_total(
     exercise, verdict, cell = _graded(_solution(), {})
     assert (exercise.points, exercise.max_points, exercise.status) == (0, 0, "cluster"), verdict
     assert "make lab CLUSTER=1" in cell.outputs[0]["text"], cell.outputs
+
+
+def test_where_a_kernel_holds_the_clusters_cores_the_graders_note_says_how_to_free_them(monkeypatch):
+    """In the lab, Check my work runs while the notebook's kernel holds both of the cluster's cores: the grader's
+    own Spark application is refused, and its note (grading.cluster_inputs) names the fix in one line."""
+    import subprocess
+
+    from grader import grading
+    from streamlab.delivery import failover
+
+    refused = subprocess.CompletedProcess([], 0, stdout="REFUSED The cluster's cores are all held by another Spark "
+                                          "application, most likely another notebook's kernel: app-1 (streamlab, "
+                                          "2 cores). Shut that kernel down.\n", stderr="")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: refused)
+    monkeypatch.setattr(failover, "on_cluster", lambda: True)
+    monkeypatch.setattr(failover.cluster, "running", lambda: True)
+    notes: list[str] = []
+    assert grading.cluster_inputs("09-cluster-failures", notes) == {}
+    assert len(notes) == 1 and "Shut Down Kernel" in notes[0] and "left out of the total" in notes[0], notes
+    assert "\n" not in notes[0] and "grader check" in notes[0], notes

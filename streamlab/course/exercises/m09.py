@@ -144,6 +144,8 @@ def ex6_diagnose(diagnose) -> dict:
 # -- Exercise 7: read a task's locality from the plan ---------------------------------------------------------
 
 EX7_READS = ("plain", "minPartitions=8")  # streamlab.observe.executors.PLANNED_READS, in the notebook's order
+# What frees the cluster's cores for the grader's own reads: its two cores are one kernel's while that kernel runs.
+EX7_FREE_CORES = "shut it down (Kernel > Shut Down Kernel), then run grader check in a terminal"
 
 
 def ex7_reads_on_cluster() -> dict:
@@ -161,8 +163,11 @@ def ex7_reads_on_cluster() -> dict:
     done = subprocess.run([sys.executable, "-c", code], env=env, cwd=Path(__file__).resolve().parents[3],
                           capture_output=True, text=True, timeout=600)
     lines = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
+    refused = [ln[len("REFUSED "):] for ln in done.stdout.splitlines() if ln.startswith("REFUSED ")]
+    if refused and "cores are all held" in refused[0]:  # the learner's kernel holds them while it waits for this
+        raise RuntimeError(f"every cluster core is held by a notebook's kernel: {EX7_FREE_CORES}")
     if not lines:
-        last = [ln for ln in done.stderr.splitlines() if ln.strip()][-1:] or ["no output"]
+        last = refused or [ln for ln in done.stderr.splitlines() if ln.strip()][-1:] or ["no output"]
         raise RuntimeError(f"its Spark application on the cluster read nothing (exit {done.returncode}): {last[0]}")
     return json.loads(lines[-1][len("RESULT "):])
 
