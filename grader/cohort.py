@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .course import ROOT, SOURCE, CouldNotGrade, GraderError, assignments, fast_imports
-from .grading import Result, _num, grade_notebook
+from .grading import Result, grade_notebook, points_text
 
 
 @dataclass
@@ -146,7 +146,8 @@ def grade_cohort(submissions: str | Path, out: str | Path, workers: int = 2, tim
     write_outputs(results, out)
     if not quiet:
         for r in results:
-            state = (r.error if not r.graded else f"error: {r.error}") if r.error else f"{_num(r.score)} / {_num(r.max_score)}"
+            total = f"{points_text(r.score)} / {points_text(r.max_score)}"
+            state = (r.error if not r.graded else f"error: {r.error}") if r.error else total
             print(f"{r.student:<16} {r.assignment:<24} {state}")
         print(f"grades: {out / 'grades.csv'}\nmessages: {out / 'messages.csv'}\nfeedback: {out / 'feedback'}")
     return results
@@ -160,9 +161,9 @@ def write_outputs(results: list[Result], out: Path) -> None:
         writer.writerow(["student", "assignment", "score", "max_score", "status"])
         for r in sorted(results, key=lambda r: (r.student, r.assignment)):
             # A row the machine could not grade has no score at all, so it cannot pass for a zero.
-            score = _num(r.score) if r.graded else ""
+            score = points_text(r.score) if r.graded else ""
             status = "not graded" if not r.graded else ("ungradable" if r.error else "graded")
-            writer.writerow([r.student, r.assignment, score, _num(r.max_score), status])
+            writer.writerow([r.student, r.assignment, score, points_text(r.max_score), status])
     with open(out / "messages.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["student", "assignment", "exercise", "message"])

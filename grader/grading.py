@@ -148,7 +148,8 @@ def structure_notes(submitted, released, original=None) -> tuple[dict[str, list[
 
 # ---------------------------------------------------------------- the judge's verdicts as rows
 
-def _num(x: float) -> str:
+def points_text(x: float) -> str:
+    """Points as the tables show them: 3, 2.5, 0.33."""
     return str(int(x)) if float(x).is_integer() else f"{x:.2f}".rstrip("0")
 
 
@@ -164,17 +165,11 @@ CLUSTER_ONLY = ("needs the lab's cluster, so it is left out of this total: grade
                 "runs the cluster")
 
 
-@contextmanager
 def given_on_cluster(made: dict):
-    """checks.cluster_input's data for the judging done in this thread inside the block."""
-    from streamlab.course import checks
+    """checks.cluster_input's data for the judging done in this thread inside the `with` block."""
+    from streamlab.course.checks import cluster_inputs_given
 
-    previous = getattr(checks._state, "cluster_inputs", None)
-    checks._state.cluster_inputs = made
-    try:
-        yield
-    finally:
-        checks._state.cluster_inputs = previous
+    return cluster_inputs_given(made)
 
 
 def settle_on_cluster(run) -> None:
@@ -291,9 +286,10 @@ def table(result: Result, width: int = TABLE_WIDTH) -> str:
     import textwrap
 
     rows = [("exercise", "points", "status", "hint")]
-    marks = {"passed": "✓ passed", "partial": "◐ partial", "failed": "✗ failed", "cluster": "○ not here"}  # no emoji font needed
+    # no emoji font needed; "cluster": left out of the total where no cluster runs
+    marks = {"passed": "✓ passed", "partial": "◐ partial", "failed": "✗ failed", "cluster": "○ not here"}
     for ex in result.exercises:
-        rows.append((ex.grade_id, f"{_num(ex.points)}/{_num(ex.max_points)}", marks[ex.status], ex.hint))
+        rows.append((ex.grade_id, f"{points_text(ex.points)}/{points_text(ex.max_points)}", marks[ex.status], ex.hint))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     indent = sum(widths) + 2 * 3
     lines = []
@@ -305,7 +301,7 @@ def table(result: Result, width: int = TABLE_WIDTH) -> str:
     lines += [f"note: {n}" for n in result.notes]
     if result.feedback:
         lines.append(f"feedback: {result.feedback}")
-    lines.append(f"score: {_num(result.score)} / {_num(result.max_score)}")
+    lines.append(f"score: {points_text(result.score)} / {points_text(result.max_score)}")
     return "\n".join(lines)
 
 
@@ -325,10 +321,11 @@ def write_feedback(nb, result: Result, out_dir: Path) -> Path:
     summary = ["| exercise | points | status | hint |", "|---|---|---|---|"]
     for ex in result.exercises:
         hint = ex.hint.replace("|", "\\|").replace("`", "")
-        summary.append(f"| {ex.grade_id} | {_num(ex.points)} / {_num(ex.max_points)} | {ex.status} | {hint} |")
+        points = f"{points_text(ex.points)} / {points_text(ex.max_points)}"
+        summary.append(f"| {ex.grade_id} | {points} | {ex.status} | {hint} |")
     text = "\n".join([f"# Grader feedback: {result.assignment}", "", *summary, "",
                       *[f"- {n}" for n in result.notes], "",
-                      f"**score: {_num(result.score)} / {_num(result.max_score)}**"])
+                      f"**score: {points_text(result.score)} / {points_text(result.max_score)}**"])
     nb.cells.insert(0, nbformat.v4.new_markdown_cell(text))
     for cell in nb.cells:
         for out in cell.get("outputs", []):

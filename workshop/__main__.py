@@ -238,12 +238,12 @@ def main(argv: list[str] | None = None) -> int:
 
             grade(settings, args.assignment, args.workers, args.timeout)
         elif args.command == "regrade":
-            from grader.grading import _num
+            from grader.grading import points_text
             from workshop.instructor import regrade
 
             r = regrade(settings, args.assignment, args.learner, None)
             print(f"{r.student:<16} {r.assignment:<24} "
-                  f"{r.error or (_num(r.score) + ' / ' + _num(r.max_score))}")
+                  f"{r.error or (points_text(r.score) + ' / ' + points_text(r.max_score))}")
         elif args.command == "export":
             from workshop.instructor import export
 

@@ -179,7 +179,7 @@ def _say_refused(found: Collected) -> None:
 def _hand_back(settings: Settings, assignment: str, results: list, out: Path) -> dict[str, str]:
     """Write each graded learner's feedback page and score into their home (owned by them), following no link
     there; return {learner: why not} for the homes refused (each also said on stderr)."""
-    from grader.grading import _num
+    from grader.grading import points_text
 
     refused = {}
     with disks.mounted(settings.root, {result.student: settings.home(result.student) for result in results}):
@@ -189,7 +189,8 @@ def _hand_back(settings: Settings, assignment: str, results: list, out: Path) ->
                 continue
             ids = homes.owner(home, SYSTEM_PREFIX + result.student)
             page = out / "feedback" / result.student / f"{assignment}.html"
-            score = (f"{_num(result.score)} / {_num(result.max_score)}" if result.graded and not result.error
+            total = f"{points_text(result.score)} / {points_text(result.max_score)}"
+            score = (total if result.graded and not result.error
                      else f"not graded: {result.error}")
             try:
                 homes.make_dirs(home, f"feedback/{assignment}", ids)

@@ -273,10 +273,6 @@ def test_the_circle_test_sees_a_deferred_import_inside_a_package(tmp_path):
 # Private names still used across modules in files other work is changing now (other work in flight; to empty):
 # each needs a public name where its concept lives, then its entry here goes.
 LEFT = {
-    ("grader/cohort.py", "from grader.grading import _num"),  # grading.py: a public name for its score text
-    ("workshop/instructor.py", "from grader.grading import _num"),
-    ("workshop/__main__.py", "from grader.grading import _num"),
-    ("grader/grading.py", "streamlab.course.checks._state"),  # given_on_cluster -> checks.cluster_inputs_given
     ("streamlab/demo/controls.py", "streamlab.demo.settings._number"),
     ("streamlab/demo/loop.py", "streamlab.observe.lag._as_dict"),  # -> lag.as_dict, then drop lag's alias
 }
