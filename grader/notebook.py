@@ -55,6 +55,7 @@ def check(target: str | os.PathLike | None = None, timeout: int | None = None,
 
     if settings.check_url and source is None:
         return check_on_hub(path, settings.check_url)
+    release_cluster_cores(path.stem)
     cmd = [sys.executable, "-m", "grader"] + (["--source", str(source)] if source else []) + ["check", str(path)]
     if timeout:
         cmd += ["--timeout", str(timeout)]
@@ -68,6 +69,27 @@ def check(target: str | os.PathLike | None = None, timeout: int | None = None,
     else:
         print()
     return done.returncode
+
+
+def release_cluster_cores(aid: str) -> bool:
+    """Before grading an assignment the grader feeds from the lab's cluster (grading.CLUSTER_INPUTS): stop this
+    kernel's Spark session there, whose two executors hold every core the cluster has, so the grader's own Spark
+    application can run; one line says so. True when it stopped one."""
+    from streamlab.lab import cluster
+
+    from .grading import CLUSTER_INPUTS
+
+    if aid not in CLUSTER_INPUTS or not cluster.wanted():
+        return False
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is None or active.sparkContext.master != cluster.master_url():
+        return False
+    active.stop()
+    print("○ this kernel's Spark session on the cluster is stopped, so the grader can use the cluster's cores: run "
+          "the Setup cell again to go on", flush=True)
+    return True
 
 
 HUB_CHECK_WAIT_S = 1800  # a room's checks queue for the hub's few grading slots

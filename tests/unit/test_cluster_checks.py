@@ -54,3 +54,30 @@ def test_a_maker_that_fails_is_the_clusters_fault_and_says_so(monkeypatch):
     globals()["broken"] = broken
     notes: list[str] = []
     assert grading.cluster_inputs("xx", notes) == {} and len(notes) == 1 and "no executor came up" in notes[0], notes
+
+
+def test_check_my_work_hands_the_clusters_cores_to_the_grader(monkeypatch, capsys):
+    """The lab's two executors hold every core of the cluster: before grading a module the grader feeds from the
+    cluster, Check my work stops this kernel's session there (and says so); never a local one, never elsewhere."""
+    from types import SimpleNamespace
+
+    from pyspark.sql import SparkSession
+
+    from grader import notebook
+    from streamlab.lab import cluster
+
+    stopped = []
+
+    def session(master):
+        return SimpleNamespace(sparkContext=SimpleNamespace(master=master), stop=lambda: stopped.append(master))
+
+    monkeypatch.setenv("STREAMLAB_CLUSTER", "1")
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: session(cluster.master_url())))
+    assert not notebook.release_cluster_cores("04-backpressure") and not stopped, "no cluster input: nothing stops"
+    assert notebook.release_cluster_cores("09-cluster-failures") and stopped == [cluster.master_url()]
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and "run the Setup cell again" in out[0], out
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: session("local[2]")))
+    assert not notebook.release_cluster_cores("09-cluster-failures") and len(stopped) == 1, "a local session stays"
+    monkeypatch.setenv("STREAMLAB_CLUSTER", "0")
+    assert not notebook.release_cluster_cores("09-cluster-failures") and len(stopped) == 1, "off the cluster"

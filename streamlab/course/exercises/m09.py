@@ -145,7 +145,9 @@ def ex6_diagnose(diagnose) -> dict:
 
 EX7_READS = ("plain", "minPartitions=8")  # streamlab.observe.executors.PLANNED_READS, in the notebook's order
 # What frees the cluster's cores for the grader's own reads: its two cores are one kernel's while that kernel runs.
-EX7_FREE_CORES = "shut it down (Kernel > Shut Down Kernel), then run grader check in a terminal"
+# Check my work stops its own kernel's session first (grader.notebook.release_cluster_cores); another kernel's
+# session (another module's notebook, or grader check from a terminal while the notebook runs) is the learner's.
+EX7_FREE_CORES = "shut that kernel down (Kernel > Shut Down Kernel), then check again"
 
 
 def ex7_reads_on_cluster() -> dict:
