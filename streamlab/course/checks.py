@@ -71,26 +71,27 @@ class Notebook:
         return self.ref(name)(*args, **kwargs)
 
 
-@contextmanager
 def notebook_in(where: Notebook):
-    """Inside the block, the checks run in this thread reach the notebook's objects through `where` (the grader's)."""
-    previous = getattr(_state, "notebook", None)
-    _state.notebook = where
-    try:
-        yield where
-    finally:
-        _state.notebook = previous
+    """Inside the `with` block, the checks run in this thread reach the notebook's objects through `where` (the
+    grader's)."""
+    return _held("notebook", where)
+
+
+def cluster_inputs_given(made: dict):
+    """Inside the `with` block, cluster_input() in this thread reads `made` (what the grader made fresh on the
+    cluster)."""
+    return _held("cluster_inputs", made)
 
 
 @contextmanager
-def cluster_inputs_given(made: dict):
-    """Inside the block, cluster_input() in this thread reads `made` (what the grader made fresh on the cluster)."""
-    previous = getattr(_state, "cluster_inputs", None)
-    _state.cluster_inputs = made
+def _held(name: str, value):
+    """This thread's checks state `name` set to `value` inside the block, then what it was."""
+    previous = getattr(_state, name, None)
+    setattr(_state, name, value)
     try:
-        yield made
+        yield value
     finally:
-        _state.cluster_inputs = previous
+        setattr(_state, name, previous)
 
 
 def notebook() -> Notebook:

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,27 @@ def child_result(args: list[str], what: str, timeout: float) -> dict:
 def on_cluster_child():
     """child_result, for the module fixtures that run a child on the cluster."""
     return child_result
+
+
+@contextmanager
+def cluster_lab():
+    """This test process as a kernel of the cluster lab: STREAMLAB_CLUSTER=1, no KAFKA_BOOTSTRAP, and new_topic() on
+    the cluster (it remembers the broker it used first: not an earlier test's); undone after, its topics deleted."""
+    import streamlab
+    from streamlab.lab import lifecycle
+
+    patch = pytest.MonkeyPatch()
+    patch.setenv("STREAMLAB_CLUSTER", "1")
+    patch.delenv("KAFKA_BOOTSTRAP", raising=False)
+    patch.setattr(lifecycle, "_bootstrap", [])
+    try:
+        yield
+    finally:
+        streamlab.cleanup()
+        patch.undo()
+
+
+@pytest.fixture(scope="session")
+def as_cluster_lab():
+    """cluster_lab, for the tests and module fixtures that act as the cluster lab's kernel."""
+    return cluster_lab

@@ -154,20 +154,11 @@ def test_start_stop_and_restart_after_kill_9(running_cluster):
     assert cluster.running() and "kept-after-kill" not in list_topics(running_cluster)
 
 
-def test_acks_one_loses_acknowledged_records_and_acks_all_does_not(running_cluster, monkeypatch):
-    import streamlab
+def test_acks_one_loses_acknowledged_records_and_acks_all_does_not(running_cluster, as_cluster_lab):
     from streamlab.delivery.failover import acks_experiment
 
-    from streamlab.lab import lifecycle
-
-    monkeypatch.setenv("STREAMLAB_CLUSTER", "1")
-    monkeypatch.delenv("KAFKA_BOOTSTRAP", raising=False)
-    # new_topic() remembers the broker it used first: the cluster's, here, and not for the tests after this one
-    monkeypatch.setattr(lifecycle, "_bootstrap", [])
-    try:
+    with as_cluster_lab():
         one, every = acks_experiment("1"), acks_experiment("all")
-    finally:
-        streamlab.cleanup()
     print(one, every, sep="\n")
     # Every acknowledged record is either on the new leader or lost, and some are lost. Not all 50 always: a
     # follower's fetch already in flight when SIGSTOP lands can carry a record over (seen once: 1 kept, 49 lost).

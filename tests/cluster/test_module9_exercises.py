@@ -17,24 +17,14 @@ WRONG = {"acks 1": {"acks": 1, "retries": 0},
 
 
 @pytest.fixture(scope="module")
-def runs(running_cluster):
+def runs(running_cluster, as_cluster_lab):
     """The leader kill under the right producer and under each wrong one, on the cluster."""
-    import streamlab
     from streamlab.delivery import failover
-    from streamlab.lab import lifecycle
 
-    patch = pytest.MonkeyPatch()
-    patch.setenv("STREAMLAB_CLUSTER", "1")
-    patch.delenv("KAFKA_BOOTSTRAP", raising=False)
-    # new_topic() remembers the broker it used first: the cluster's, here, and not for the tests after these
-    patch.setattr(lifecycle, "_bootstrap", [])
-    try:
+    with as_cluster_lab():
         assert failover.on_cluster()
         done = {"right": failover.leader_kill_under(RIGHT)}
         done.update({name: failover.leader_kill_under(settings) for name, settings in WRONG.items()})
-    finally:
-        streamlab.cleanup()
-        patch.undo()
     print(*(f"{name}: {run}" for name, run in done.items()), sep="\n")
     return done
 
@@ -71,31 +61,25 @@ def test_a_producer_that_does_not_retry_gives_up_and_earns_a_cross(runs, capsys)
     assert out.startswith("✗ ex5_leader_kill") and "gave up" in out and "retries" not in out, out
 
 
-def test_check_my_work_kills_a_leader_itself_and_grades_the_settings(running_cluster, monkeypatch):
+def test_check_my_work_kills_a_leader_itself_and_grades_the_settings(running_cluster, as_cluster_lab):
     """Check my work where the cluster runs: the test cell hands the learner's settings to the grader's own process,
     which kills a leader under them itself (the sandbox's kernel may not) and gives the points by what happened.
     The learner's own run is never read: a forged one beside the right settings changes nothing."""
     import nbformat
 
-    import streamlab
     from grader import grading
     from grader.runner import Run, Test
-    from streamlab.lab import lifecycle, topics
+    from streamlab.lab import topics
     from support import judged
 
     cell = "from streamlab.course.exercises import m09\nm09.ex5_leader_kill(ex5_run, failover.on_cluster(), ex5_producer)"
     forged = {"sent": 60, "acknowledged": 60, "lost": 0, "duplicated": 0, "written": 60, "survived": True}
     verdict = judged("ex5_leader_kill", cell, 3, {"ex5_run": forged, "ex5_producer": RIGHT},
                      {"failover": "streamlab.delivery.failover"})
-    monkeypatch.setenv("STREAMLAB_CLUSTER", "1")
-    monkeypatch.delenv("KAFKA_BOOTSTRAP", raising=False)
-    monkeypatch.setattr(lifecycle, "_bootstrap", [])
     before = set(topics.list_topics(running_cluster))
-    try:
+    with as_cluster_lab():
         run = Run(nbformat.v4.new_notebook(cells=[]), {"ex5_leader_kill": verdict}, None, {}, {})
         grading.settle_on_cluster(run)
-    finally:
-        streamlab.cleanup()
     print(verdict)
     [exercise], _ = grading.collect(run, {"ex5_leader_kill": Test("ex5_leader_kill", cell, 3, "ex5")}, {})
     assert (exercise.points, exercise.max_points, exercise.status) == (3, 3, "passed"), (exercise, verdict)

@@ -25,22 +25,16 @@ def _cells() -> dict:
 
 
 @pytest.fixture(scope="module")
-def made(running_cluster):
+def made(running_cluster, as_cluster_lab):
     """The reads the grader makes before a run, by CLUSTER_INPUTS, on this cluster."""
     from grader import grading
-    from streamlab.lab import lifecycle, topics
+    from streamlab.lab import topics
 
-    patch = pytest.MonkeyPatch()
-    patch.setenv("STREAMLAB_CLUSTER", "1")
-    patch.delenv("KAFKA_BOOTSTRAP", raising=False)
-    patch.setattr(lifecycle, "_bootstrap", [])
     before = set(topics.list_topics(running_cluster))
-    try:
+    with as_cluster_lab():
         notes: list[str] = []
         inputs = grading.cluster_inputs("09-cluster-failures", notes)
         left = {t for t in topics.list_topics(running_cluster) if "locality" in t} - before
-    finally:
-        patch.undo()
     assert not notes and "ex7_reads" in inputs, notes
     assert not left, f"the grader's reads left their topic behind: {left}"
     print(inputs)
