@@ -133,7 +133,9 @@ def structure_notes(submitted, released, original=None) -> tuple[dict[str, list[
         elif is_locked(cell) and sub_cells[gid].source.strip() not in {
                 cell.source.strip(), src_cells.get(gid, cell).source.strip()}:
             what = "test" if gid in tests else "read-only"
-            note(gid, f"{what} cell {gid} was edited; it was graded with the original")
+            # her edit, or a copy from before the course changed this cell: either way the course's own is used
+            note(gid, f"{what} cell {gid} differs from the course's (edited, or from an older copy of the notebook); "
+                      "it was graded with the course's")
     present = [gid for gid in sub_ids if gid in rel_cells]
     expected = [gid for gid in rel_ids if gid in sub_cells]
     seen: list[str] = []
@@ -161,8 +163,11 @@ CLUSTER_TASKS = {"ex5_survives": ("streamlab.course.exercises.m09", "ex5_survive
 # what it needs itself (a Spark application of its own in a child process) and returns plain data.
 CLUSTER_INPUTS: dict[str, dict[str, tuple[str, str]]] = {
     "09-cluster-failures": {"ex7_reads": ("streamlab.course.exercises.m09", "ex7_reads_on_cluster")}}
-CLUSTER_ONLY = ("needs the lab's cluster, so it is left out of this total: grade it where `make lab CLUSTER=1` "
-                "runs the cluster")
+def cluster_only(points: float) -> str:
+    """The hint of a test cell judged only where the lab's cluster runs, where none does."""
+    worth = f"{points_text(points)} point" + ("" if points == 1 else "s")
+    return f"worth {worth} where the lab's cluster runs, left out of this total: grade it with the cluster running " \
+           "(make lab CLUSTER=1)"
 
 
 def given_on_cluster(made: dict):
@@ -191,14 +196,15 @@ def settle_on_cluster(run) -> None:
 
     pending = {gid: v for gid, v in run.verdicts.items()
                if v.cluster is not None and v.cluster.get("task") and not v.cluster.get("ran")}
-    left_out = {gid for gid, v in run.verdicts.items() if v.cluster is not None and not v.cluster.get("task")}
-    for cell in run.nb.cells:  # an input the cluster did not give (none runs here): left out of the total
+    left_out = {gid: v for gid, v in run.verdicts.items() if v.cluster is not None and not v.cluster.get("task")}
+    here = bool(pending) and on_cluster() and cluster.running()
+    if not here:  # no cluster to judge them on: they are left out too
+        left_out.update(pending)
+    for cell in run.nb.cells:
         if grade_id(cell) in left_out:
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"○ {CLUSTER_ONLY}\n")]
-    if not pending or not (on_cluster() and cluster.running()):
-        for cell in run.nb.cells:
-            if grade_id(cell) in pending:
-                cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"○ {CLUSTER_ONLY}\n")]
+            text = f"○ {cluster_only(left_out[grade_id(cell)].max_points)}\n"
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    if not here:
         return
     for gid, verdict in pending.items():
         module, name = CLUSTER_TASKS.get(verdict.cluster["task"], (None, None))
@@ -259,7 +265,7 @@ def collect(run, tests, notes: dict[str, list[str]]) -> tuple[list[Exercise], li
         verdict = run.verdicts.get(gid)
         hints = list(notes.get(gid, []))
         if verdict is not None and verdict.cluster is not None and not verdict.cluster.get("ran"):
-            exercises.append(Exercise(gid, 0.0, 0.0, "cluster", " | ".join(hints + [CLUSTER_ONLY])))
+            exercises.append(Exercise(gid, 0.0, 0.0, "cluster", " | ".join(hints + [cluster_only(test.points)])))
             continue
         if verdict is None:
             points, why = 0.0, run.stopped or "the test did not run"

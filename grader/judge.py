@@ -256,6 +256,14 @@ class RemoteFunction:
     def __call__(self, *args, **kwargs):
         return self._remote.call(self._path, args, kwargs)
 
+    def filled_in_kernel(self) -> bool:
+        """Whether the learner's function holds no `...` of its skeleton (scaffold.filled, asked in the kernel: a
+        tampered answer can only say it is filled, and is then judged as written)."""
+        try:
+            return self._remote.call(["streamlab", "course", "scaffold", "filled"], (self,), {}) is not False
+        except (LearnerCodeError, WireError):
+            return True
+
     def __repr__(self) -> str:
         return f"<the notebook's {_show(self._path)}>"
 
@@ -280,6 +288,8 @@ class RemoteObject:
         return self._remote.call(self._path, args, kwargs)
 
     def __repr__(self) -> str:
+        if self._type == "builtins.ellipsis":  # what a skeleton's `return ...` gives
+            return "`...` (not written yet)"
         return f"<the notebook's {_show(self._path)} ({self._type})>"
 
 

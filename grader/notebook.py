@@ -83,7 +83,8 @@ def release_cluster_cores(aid: str) -> bool:
         return False
     from pyspark.sql import SparkSession
 
-    active = SparkSession.getActiveSession()
+    # A click runs on one of the kernel's other threads (JupyterLab's subshells), where getActiveSession() is None
+    active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
     if active is None or active.sparkContext.master != cluster.master_url():
         return False
     active.stop()

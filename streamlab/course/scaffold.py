@@ -12,6 +12,9 @@ import types
 def _has_gap(value) -> bool:
     if value is Ellipsis:
         return True
+    in_kernel = getattr(type(value), "filled_in_kernel", None)  # the grader's stand-in for a learner's function
+    if in_kernel is not None:
+        return not in_kernel(value)
     if isinstance(value, str):
         return "..." in value
     if isinstance(value, dict):

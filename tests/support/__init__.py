@@ -82,8 +82,15 @@ def judged(grade_id: str, source: str, points: float, values: dict, modules: dic
     class Kernel:
         def ask(self, method, *args, timeout=None):
             name = json.loads(args[0])[0]
-            if method == "call":  # the learner's function, run "in the kernel" on plain data
-                given, kwargs = decode(args[1], lambda tag, payload: None)
+            if method == "call":  # the learner's function (or the course's), run "in the kernel" on plain data
+                given, kwargs = decode(args[1].replace('{"$ref":', '{"$o":'),
+                                       lambda tag, payload: values[payload[tag][0]])  # a reference: the object
+                if name == "streamlab":
+                    import importlib
+
+                    path = json.loads(args[0])
+                    target = importlib.import_module(".".join(path[:-1]))
+                    return json.dumps(encode(getattr(target, path[-1])(*given, **kwargs)))
                 return json.dumps(encode(values[name](*given, **kwargs)))
             if name in (modules or {}):
                 return json.dumps({"$imp": [modules[name], None]})

@@ -81,3 +81,25 @@ def test_check_my_work_hands_the_clusters_cores_to_the_grader(monkeypatch, capsy
     assert not notebook.release_cluster_cores("09-cluster-failures") and len(stopped) == 1, "a local session stays"
     monkeypatch.setenv("STREAMLAB_CLUSTER", "0")
     assert not notebook.release_cluster_cores("09-cluster-failures") and len(stopped) == 1, "off the cluster"
+    # a click runs on another of the kernel's threads (JupyterLab's subshells), where no session is "active"
+    monkeypatch.setenv("STREAMLAB_CLUSTER", "1")
+    monkeypatch.setattr(SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(SparkSession, "_instantiatedSession", session(cluster.master_url()))
+    assert notebook.release_cluster_cores("09-cluster-failures") and len(stopped) == 2, "seen from a subshell"
+
+
+def test_an_unwritten_skeleton_reads_as_unwritten_in_the_graders_table():
+    """Judged in the grader, a learner's function still holding its skeleton's `...` is known as unwritten (asked
+    of the kernel, where its code is): the check says so instead of running it (Exercise 6's skeleton returned a
+    cause and was called wrong), and a skeleton's `return ...` reads as `...`, not as the agent's internals."""
+    from grader.judge import RemoteObject
+
+    def diagnose(progress, status, silent_s):
+        return ...
+
+    cell = "from streamlab.course.exercises import m09\nm09.ex6_diagnose(diagnose)"
+    verdict = judged("ex6_diagnose", cell, 3, {"diagnose": diagnose})
+    assert verdict.points == 0 and [c.line for c in verdict.checks] == [
+        "✗ ex6_diagnose — found `...` still in diagnose. Hint: fill in the ... of diagnose, then run this cell again"
+    ], verdict
+    assert repr(RemoteObject(None, ["x"], "builtins.ellipsis")) == "`...` (not written yet)"

@@ -24,6 +24,14 @@ def test_on_the_cluster_an_unfilled_answer_is_not_run_and_fails(capsys):
     assert capsys.readouterr().out.startswith("✗ ex5_leader_kill"), "no run is never a pass"
 
 
+def test_settings_filled_in_but_refused_are_not_called_unwritten(capsys):
+    """Seen in Chromium: kafka-python refused acks=1 with idempotence, the run cell said so, and the check then
+    told her to fill in the ... she had filled in."""
+    m09.ex5_leader_kill(None, True, {"acks": 1, "enable_idempotence": True, "retries": 5})
+    out = capsys.readouterr().out
+    assert out.startswith("✗ ex5_leader_kill") and "refused these settings" in out and "fill in" not in out, out
+
+
 @pytest.mark.parametrize("settings", [None, {}, "acks=all", {"acks": "all", "linger": 5}])
 def test_settings_the_producer_does_not_take_are_refused_in_one_line(settings):
     with pytest.raises(LabError) as refused:

@@ -45,7 +45,7 @@ def ex4_rule(accepted) -> None:
     expect(got is False, "ex4_all_below_min", "False", repr(got), "acks=all needs min.insync.replicas in the ISR")
 
 
-CLUSTER_HOW = "make lab CLUSTER=1 (or python -m streamlab cluster start), then this module's setup cell"
+CLUSTER_HOW = "make lab CLUSTER=1, then run Setup"
 
 
 def _plain_settings(settings):
@@ -64,8 +64,12 @@ def ex5_leader_kill(ex5_run, on_cluster: bool, settings=None) -> None:
 
     on_the_cluster("ex5_leader_kill", "ex5_survives", _plain_settings(settings))  # only while grading
     if not on_cluster:
-        print(f"{FORM} ex5_leader_kill: runs on the lab's cluster only ({CLUSTER_HOW}); Check my work grades it "
-              "there, and leaves it out of the total elsewhere")
+        print(f"{FORM} ex5_leader_kill: graded on the lab's cluster only ({CLUSTER_HOW}); Check my work leaves it "
+              "out of the total here")
+        return
+    if ex5_run is None and _plain_settings(settings) is not None:  # filled in, but the cell above made no run
+        expect(False, "ex5_leader_kill", "a run", "no run",
+               "the cell above refused these settings or stopped: change them as its message says, run it again")
         return
     _judge_run(ex5_run)
 
@@ -147,7 +151,7 @@ EX7_READS = ("plain", "minPartitions=8")  # streamlab.observe.executors.PLANNED_
 # What frees the cluster's cores for the grader's own reads: its two cores are one kernel's while that kernel runs.
 # Check my work stops its own kernel's session first (grader.notebook.release_cluster_cores); another kernel's
 # session (another module's notebook, or grader check from a terminal while the notebook runs) is the learner's.
-EX7_FREE_CORES = "shut that kernel down (Kernel > Shut Down Kernel), then check again"
+EX7_FREE_CORES = "shut that notebook's kernel down (Kernel > Shut Down Kernel), then check this one again"
 
 
 def ex7_reads_on_cluster() -> dict:
@@ -187,8 +191,8 @@ def ex7_plan(ran_as_planned, ex7_reads, on_cluster: bool) -> None:
     made = cluster_input("ex7_plan", "ex7_reads")  # while grading: the grader's reads, or left out (no cluster)
     if made is None:
         if not on_cluster:
-            print(f"{FORM} ex7_plan: runs on the lab's cluster only ({CLUSTER_HOW}); Check my work grades it "
-                  "there, and leaves it out of the total elsewhere")
+            print(f"{FORM} ex7_plan: graded on the lab's cluster only ({CLUSTER_HOW}); Check my work leaves it "
+                  "out of the total here")
             return
         made = ex7_reads
     fn = _answer(ran_as_planned)
