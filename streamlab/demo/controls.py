@@ -211,7 +211,7 @@ class Controls:
                     raise _settings.KnobError(f"{own.label} must be one of {', '.join(map(str, own.options))}, "
                                               f"got {value!r}")
                 return value
-            return _settings._number(own.label, value, whole=True, lo=own.lo, hi=own.hi,
+            return _settings.checked_number(own.label, value, whole=True, lo=own.lo, hi=own.hi,
                                      what=f"a whole number from {own.lo} to {own.hi}")
         if knob.startswith("rate:"):
             return _settings.check_rate(value, f"{self.demo.sources[knob[5:]].label or knob[5:]} rate")

@@ -384,11 +384,11 @@ class LiveLoop:
         now = self.demo.now()
         # recentProgress costs a JVM round trip per event Spark keeps (up to 100), twice a second: lastProgress
         # is one, and enough unless more than one batch ended since the last look
-        last = _lag._as_dict(query.lastProgress)
+        last = _lag.as_dict(query.lastProgress)
         if last.get("batchId", -1) <= self._seen:
             return
         for raw in [last] if last["batchId"] == self._seen + 1 else list(query.recentProgress):
-            p = _lag._as_dict(raw)
+            p = _lag.as_dict(raw)
             if p.get("batchId", -1) <= self._seen or p.get("numInputRows") is None:
                 continue
             self._seen = p["batchId"]

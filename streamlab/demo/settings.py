@@ -28,7 +28,7 @@ class KnobError(LabError, ValueError):
     """A value a knob cannot take; its message names the knob and what it accepts (shown as one line)."""
 
 
-def _number(name: str, value, *, whole: bool, lo: float, hi: float, what: str):
+def checked_number(name: str, value, *, whole: bool, lo: float, hi: float, what: str):
     """`value` as an int (whole) or float within lo..hi, or a KnobError naming `name`."""
     if isinstance(value, bool) or value is None:
         raise KnobError(f"{name} must be {what}, got {value!r}")
@@ -48,7 +48,7 @@ def _number(name: str, value, *, whole: bool, lo: float, hi: float, what: str):
 
 def check_rate(value, name: str = "producer rate") -> int:
     """A producer rate in records/s (0 pauses the producer)."""
-    return _number(name, value, whole=True, lo=0, hi=MAX_RATE,
+    return checked_number(name, value, whole=True, lo=0, hi=MAX_RATE,
                    what=f"a whole number of records/s from 0 to {MAX_RATE:,}")
 
 
@@ -56,19 +56,19 @@ def check_cap(value) -> int | None:
     """maxOffsetsPerTrigger: a whole number ≥ 1, or None / 0 for no cap."""
     if value is None or (not isinstance(value, bool) and isinstance(value, (int, float)) and value == 0):
         return None
-    return _number("maxOffsetsPerTrigger", value, whole=True, lo=1, hi=MAX_CAP,
+    return checked_number("maxOffsetsPerTrigger", value, whole=True, lo=1, hi=MAX_CAP,
                    what=f"a whole number of records from 1 to {MAX_CAP:,} (or 0 / None: no cap)")
 
 
 def check_trigger(value) -> float:
     """The processingTime trigger interval in seconds (0: the next batch as soon as the last one ends)."""
-    return _number("trigger interval (processingTime, seconds)", value, whole=False, lo=0, hi=MAX_TRIGGER_S,
+    return checked_number("trigger interval (processingTime, seconds)", value, whole=False, lo=0, hi=MAX_TRIGGER_S,
                    what=f"a number of seconds from 0 to {MAX_TRIGGER_S:g} (0: as fast as possible)")
 
 
 def check_cost(value) -> float:
     """The demo's simulated work per record, in milliseconds."""
-    return _number("cost per record (ms)", value, whole=False, lo=0, hi=MAX_COST_MS,
+    return checked_number("cost per record (ms)", value, whole=False, lo=0, hi=MAX_COST_MS,
                    what=f"a number of milliseconds from 0 to {MAX_COST_MS:g}")
 
 
@@ -76,7 +76,7 @@ def _unset_or_count(name: str, value, hi: int) -> int:
     """A Spark option that is a whole number ≥ 1 when set: 0 or None leaves it unset."""
     if value is None:
         return 0
-    return _number(name, value, whole=True, lo=0, hi=hi, what=f"a whole number from 1 to {hi:,} (or 0: unset)")
+    return checked_number(name, value, whole=True, lo=0, hi=hi, what=f"a whole number from 1 to {hi:,} (or 0: unset)")
 
 
 def check_min_partitions(value) -> int:
@@ -93,19 +93,19 @@ def check_max_delay(value) -> float:
     """maxTriggerDelay in seconds: how long a floor may hold batches back (0 / None: Spark's default, 15 minutes)."""
     if value is None:
         return 0.0
-    return _number("maxTriggerDelay (seconds)", value, whole=False, lo=0, hi=MAX_DELAY_S,
+    return checked_number("maxTriggerDelay (seconds)", value, whole=False, lo=0, hi=MAX_DELAY_S,
                    what=f"a number of seconds from 0 to {MAX_DELAY_S:g} (0: Spark's default, 15 min)")
 
 
 def check_partitions(value) -> int:
     """A topic's partition count (Kafka can add partitions, never remove them)."""
-    return _number("topic partitions", value, whole=True, lo=1, hi=MAX_PARTITIONS,
+    return checked_number("topic partitions", value, whole=True, lo=1, hi=MAX_PARTITIONS,
                    what=f"a whole number from 1 to {MAX_PARTITIONS}")
 
 
 def check_positive(name: str, value, whole: bool = False, hi: float = 86_400):
     """Any other count or duration a demo takes (burst size, duration): a number from 0 to `hi`."""
-    return _number(name, value, whole=whole, lo=0, hi=hi, what=f"a {'whole ' if whole else ''}number from 0 to {hi:,}")
+    return checked_number(name, value, whole=whole, lo=0, hi=hi, what=f"a {'whole ' if whole else ''}number from 0 to {hi:,}")
 
 
 def check_burst(value) -> int:

@@ -40,7 +40,6 @@ def as_dict(progress) -> dict:
     return dict(progress)
 
 
-_as_dict = as_dict  # streamlab/demo/loop.py's old name: other work in flight there (to remove)
 
 
 def source_offsets(value) -> dict:

@@ -243,7 +243,7 @@ def test_no_process_outlives_its_grading(cohort):
     ("deleted", "q1_offsets_home", ["test cell q1_offsets_home was deleted"], 5),
     ("deleted", "q2_cap_split", ["answer cell q2_answer was deleted"], 5),
     ("reordered", "q2_cap_split", ["reordered", "q2_cap_split"], 5),
-    ("edited", "ex1_total_lag", ["test cell ex1_total_lag was edited; it was graded with the original"], 4),
+    ("edited", "ex1_total_lag", ["test cell ex1_total_lag differs from the course's (edited, or from an older copy of the notebook); it was graded with the course's"], 4),
 ])
 def test_robustness_message(cohort, student, gid, needles, score):
     results, _ = cohort
