@@ -182,6 +182,15 @@ def planned_reads(spark, bootstrap: str, partitions: int = 4, records: int = 400
         return {read: _read_from_start(spark, bootstrap, topic, options) for read, options in PLANNED_READS.items()}
 
 
+def recorded_reads(path: str = "data/locality-reads.json") -> dict:
+    """Exercise 7's reads as once recorded on the lab's cluster (planned_reads), {read: rows}: something to try an
+    answer on where no cluster runs (it is graded on the cluster, on fresh ones)."""
+    import json
+    from pathlib import Path
+
+    return json.loads(Path(path).read_text(encoding="utf-8"))["reads"]
+
+
 def reads_table(reads: dict, answer=None):
     """planned_reads' rows as one table, a row per read task; with `answer` (a function of one row), its verdict
     in a last column, `yours`."""

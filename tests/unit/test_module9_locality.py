@@ -1,5 +1,5 @@
 """Module 9's Exercise 7 (read a task's locality from the plan) on reads recorded once from the lab's cluster
-(tests/fixtures/locality/reads.json: streamlab.observe.executors.planned_reads, a plain read and a minPartitions=8
+(solutions/09-cluster-failures/data/locality-reads.json: streamlab.observe.executors.planned_reads, a plain read and a minPartitions=8
 read of a fresh 4-partition topic). The notebook's solution earns the points; a constant, the "read Spark's locality
 level" rule (PROCESS_LOCAL on both paths) and the "has a preference" rule each earn 0. Without the cluster the lab's
 check says so in one line, and Check my work leaves the exercise out of the total. Made fresh on the cluster and
@@ -14,7 +14,7 @@ import pytest
 from streamlab.course.exercises import m09
 
 ROOT = Path(__file__).resolve().parents[2]
-READS = json.loads((ROOT / "tests/fixtures/locality/reads.json").read_text())["reads"]
+READS = json.loads((ROOT / "solutions/09-cluster-failures/data/locality-reads.json").read_text())["reads"]
 
 
 def _solution():
@@ -137,3 +137,14 @@ def test_where_a_kernel_holds_the_clusters_cores_the_graders_note_says_how_to_fr
     assert grading.cluster_inputs("09-cluster-failures", notes) == {}
     assert len(notes) == 1 and "Shut Down Kernel" in notes[0] and "left out of the total" in notes[0], notes
     assert "\n" not in notes[0] and "check this one again" in notes[0], notes
+
+
+def test_off_the_cluster_the_try_cell_shows_reads_recorded_on_it(monkeypatch):
+    """Where no cluster runs (the hub, lane 1), Exercise 7's try cell shows the reads recorded on the lab's cluster,
+    released beside the student notebook, with the learner's answer beside each task (it is graded on fresh ones)."""
+    from streamlab.observe.executors import reads_table, recorded_reads
+
+    monkeypatch.chdir(ROOT / "notebooks" / "09-cluster-failures")  # where the learner's kernel runs
+    table = reads_table(recorded_reads(), lambda task: task["locality"] == "PROCESS_LOCAL")
+    assert set(table["read"]) == {"plain", "minPartitions=8"} and len(table) == 12, table
+    assert table["yours"].all(), "the locality-level rule says True everywhere: the table shows it"
