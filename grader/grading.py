@@ -177,6 +177,24 @@ def given_on_cluster(made: dict):
     return cluster_inputs_given(made)
 
 
+@contextmanager
+def cluster_turn():
+    """One grading at a time on the lab's cluster (a cohort grades several at once, in threads or processes): two
+    leader kills, or two Spark applications for the cluster's two cores, at once would spoil each other's run."""
+    import fcntl
+
+    from streamlab.lab.machine import state_dir
+
+    folder = state_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "cluster-grading.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def settle_on_cluster(run) -> None:
     """Judge here the test cells that only the lab's cluster can judge, when it runs (else they stay left out):
     the sandbox's kernel and worker may not kill the cluster's processes; this process may, as the lab's own."""
@@ -209,7 +227,7 @@ def settle_on_cluster(run) -> None:
     for gid, verdict in pending.items():
         module, name = CLUSTER_TASKS.get(verdict.cluster["task"], (None, None))
         out = io.StringIO()
-        with checks.recording() as record, redirect_stdout(out):
+        with cluster_turn(), checks.recording() as record, redirect_stdout(out):
             try:
                 if module is None:
                     raise LookupError(f"no cluster task {verdict.cluster['task']!r} (tell the instructor)")
@@ -240,7 +258,8 @@ def cluster_inputs(aid: str, notes: list[str]) -> dict:
     made = {}
     for name, (module, function) in wanted.items():
         try:
-            made[name] = getattr(importlib.import_module(module), function)()
+            with cluster_turn():
+                made[name] = getattr(importlib.import_module(module), function)()
         except Exception as exc:  # the cluster's fault, never the learner's: her checks are left out, not failed
             notes.append(f"the cluster's {name} could not be made ({first_line(exc, 160)}): left out of the total")
     return made

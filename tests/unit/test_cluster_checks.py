@@ -103,3 +103,26 @@ def test_an_unwritten_skeleton_reads_as_unwritten_in_the_graders_table():
         "✗ ex6_diagnose — found `...` still in diagnose. Hint: fill in the ... of diagnose, then run this cell again"
     ], verdict
     assert repr(RemoteObject(None, ["x"], "builtins.ellipsis")) == "`...` (not written yet)"
+
+
+def test_gradings_take_the_cluster_one_at_a_time(tmp_path, monkeypatch):
+    """A cohort grades two learners at once: their leader kills (or Spark applications) must not overlap."""
+    import threading
+    import time
+
+    monkeypatch.setenv("STREAMLAB_HOME", str(tmp_path))
+    inside, most = [0], [0]
+
+    def work():
+        with grading.cluster_turn():
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            time.sleep(0.2)
+            inside[0] -= 1
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1
