@@ -163,18 +163,13 @@ CLUSTER_TASKS = {"ex5_survives": ("streamlab.course.exercises.m09", "ex5_survive
 # what it needs itself (a Spark application of its own in a child process) and returns plain data.
 CLUSTER_INPUTS: dict[str, dict[str, tuple[str, str]]] = {
     "09-cluster-failures": {"ex7_reads": ("streamlab.course.exercises.m09", "ex7_reads_on_cluster")}}
+
+
 def cluster_only(points: float) -> str:
     """The hint of a test cell judged only where the lab's cluster runs, where none does."""
     worth = f"{points_text(points)} point" + ("" if points == 1 else "s")
     return f"worth {worth} where the lab's cluster runs, left out of this total: grade it with the cluster running " \
            "(make lab CLUSTER=1)"
-
-
-def given_on_cluster(made: dict):
-    """checks.cluster_input's data for the judging done in this thread inside the `with` block."""
-    from streamlab.course.checks import cluster_inputs_given
-
-    return cluster_inputs_given(made)
 
 
 @contextmanager
@@ -195,9 +190,19 @@ def cluster_turn():
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _cluster_runs() -> bool:
+    """Whether the lab's cluster is this machine's lab and runs now (what the cluster-only checks need)."""
+    from streamlab.delivery.failover import on_cluster
+    from streamlab.lab import cluster
+
+    return on_cluster() and cluster.running()
+
+
 def settle_on_cluster(run) -> None:
     """Judge here the test cells that only the lab's cluster can judge, when it runs (else they stay left out):
     the sandbox's kernel and worker may not kill the cluster's processes; this process may, as the lab's own."""
+    if not any(v.cluster is not None for v in run.verdicts.values()):
+        return
     import importlib
     import io
     from contextlib import redirect_stdout
@@ -205,9 +210,7 @@ def settle_on_cluster(run) -> None:
     import nbformat
 
     from streamlab.course import checks
-    from streamlab.delivery.failover import on_cluster
     from streamlab.errors import first_line
-    from streamlab.lab import cluster
 
     from .judge import judged_checks, score
     from .runner import grade_id
@@ -215,7 +218,7 @@ def settle_on_cluster(run) -> None:
     pending = {gid: v for gid, v in run.verdicts.items()
                if v.cluster is not None and v.cluster.get("task") and not v.cluster.get("ran")}
     left_out = {gid: v for gid, v in run.verdicts.items() if v.cluster is not None and not v.cluster.get("task")}
-    here = bool(pending) and on_cluster() and cluster.running()
+    here = bool(pending) and _cluster_runs()
     if not here:  # no cluster to judge them on: they are left out too
         left_out.update(pending)
     for cell in run.nb.cells:
@@ -246,15 +249,13 @@ def settle_on_cluster(run) -> None:
 def cluster_inputs(aid: str, notes: list[str]) -> dict:
     """What CLUSTER_INPUTS asks for `aid`, made now on the lab's cluster when it runs ({} elsewhere); a maker that
     fails leaves its checks out of the total, with one note saying why."""
+    wanted = CLUSTER_INPUTS.get(aid, {})
+    if not wanted or not _cluster_runs():
+        return {}
     import importlib
 
-    from streamlab.delivery.failover import on_cluster
     from streamlab.errors import first_line
-    from streamlab.lab import cluster
 
-    wanted = CLUSTER_INPUTS.get(aid, {})
-    if not wanted or not (on_cluster() and cluster.running()):
-        return {}
     made = {}
     for name, (module, function) in wanted.items():
         try:
@@ -625,7 +626,9 @@ def grade_notebook(path: str | Path, assignment_id: str | None = None, student: 
                         topic_owners.holding(token) if token else nullcontext(), stderr_to(root / "kernel.log"), watch:
                     if box is None:
                         preload()  # the code files could change while learner code runs: import what checks use now
-                        with given_on_cluster(made_on_cluster):
+                        from streamlab.course.checks import cluster_inputs_given
+
+                        with cluster_inputs_given(made_on_cluster):
                             outcome = run(graded_nb, tests, owners, Path(work), limit, None, judge_spark, audit=audit)
                     else:
                         job = {"nb": graded_nb, "tests": {g: asdict(t) for g, t in tests.items()}, "owners": owners,

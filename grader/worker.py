@@ -29,9 +29,9 @@ def run_job(job: dict) -> dict:
     nb = nbformat.from_dict(job["nb"])
     tests = {gid: Test(**spec) for gid, spec in job["tests"].items()}
     box = Sandbox() if job.get("kernel_sandbox") else None  # nested: locks the mounts, ends the kernel's processes
-    from .grading import given_on_cluster
+    from streamlab.course.checks import cluster_inputs_given
 
-    with given_on_cluster(job.get("cluster_inputs") or {}):  # what the grader's process made on the cluster
+    with cluster_inputs_given(job.get("cluster_inputs") or {}):  # what the grader's process made on the cluster
         outcome = run(nb, tests, job["owners"], Path(job["workdir"]), int(job["timeout"]), box, judge_spark,
                       audit=job.get("audit") or False)
     return {"nb": outcome.nb, "verdicts": {g: asdict(v) for g, v in outcome.verdicts.items()},

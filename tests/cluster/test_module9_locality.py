@@ -48,10 +48,10 @@ def _solution():
 
 
 def _judged(made: dict, answer):
-    from grader import grading
+    from streamlab.course import checks
     from support import judged
 
-    with grading.given_on_cluster(made):
+    with checks.cluster_inputs_given(made):
         return judged("ex7_plan", _cells()["ex7_plan"], 2, {"ran_as_planned": answer, "ex7_reads": None},
                       {"failover": "streamlab.delivery.failover"})
 

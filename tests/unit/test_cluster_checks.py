@@ -5,6 +5,7 @@ import nbformat
 
 from grader import grading
 from grader.runner import Run, Test
+from streamlab.course import checks
 from support import judged
 
 CELL = ("from streamlab.course import checks\n"
@@ -13,7 +14,7 @@ CELL = ("from streamlab.course import checks\n"
 
 
 def _graded(made: dict, double):
-    with grading.given_on_cluster(made):
+    with checks.cluster_inputs_given(made):
         verdict = judged("doubled", CELL, 2, {"double": double})
     run = Run(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         CELL, metadata={"nbgrader": {"grade_id": "doubled", "grade": True, "solution": False, "points": 2}})]),
@@ -37,8 +38,6 @@ def test_where_no_cluster_gave_data_the_cell_is_left_out_of_the_total():
 
 
 def test_in_the_lab_cluster_input_is_none():
-    from streamlab.course import checks
-
     assert checks.cluster_input("doubled", "reads") is None
 
 

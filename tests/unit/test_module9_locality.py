@@ -80,10 +80,11 @@ def _graded(answer, made: dict, forged=None):
     """The notebook's test cell judged as the grader does, with `made` as the grader's fresh reads, and the row."""
     from grader import grading
     from grader.runner import Run, Test
+    from streamlab.course import checks
     from support import judged
 
     source = _test_cell()
-    with grading.given_on_cluster(made):
+    with checks.cluster_inputs_given(made):
         verdict = judged("ex7_plan", source, 2, {"ran_as_planned": answer, "ex7_reads": forged},
                          {"failover": "streamlab.delivery.failover"})
     cell = nbformat.v4.new_code_cell(source, metadata={"nbgrader": {"grade_id": "ex7_plan", "grade": True,

@@ -13,6 +13,7 @@ import weakref
 
 from streamlab.course.checks import attempt, expect
 from streamlab.course.scaffold import filled
+from streamlab.observe.executors import PLANNED_READS
 
 
 def _answer(fn):
@@ -147,7 +148,7 @@ def ex6_diagnose(diagnose) -> dict:
 
 # -- Exercise 7: read a task's locality from the plan ---------------------------------------------------------
 
-EX7_READS = ("plain", "minPartitions=8")  # streamlab.observe.executors.PLANNED_READS, in the notebook's order
+EX7_READS = tuple(PLANNED_READS)  # plain, then minPartitions=8: the notebook's order
 # What frees the cluster's cores for the grader's own reads: its two cores are one kernel's while that kernel runs.
 # Check my work stops its own kernel's session first (grader.notebook.release_cluster_cores); another kernel's
 # session (another module's notebook, or grader check from a terminal while the notebook runs) is the learner's.
